@@ -1,0 +1,40 @@
+# lit configuration for usmp-dialect: the FileCheck tests under test/.
+# Tools (usmp-opt, usmp-plan, xdsl-opt, filecheck) come from the active virtualenv.
+import os
+import shutil
+
+import lit.formats
+
+config.name = "usmp-dialect"
+config.test_format = lit.formats.ShTest(execute_external=False)
+config.suffixes = [".mlir", ".test"]
+config.test_source_root = os.path.join(os.path.dirname(__file__), "test")
+config.excludes = ["Inputs", "__pycache__"]
+config.environment["PYTHONHASHSEED"] = os.environ.get("PYTHONHASHSEED", "0")
+for name in ("PATH", "VIRTUAL_ENV", "HOME", "TMPDIR"):
+    if name in os.environ:
+        config.environment[name] = os.environ[name]
+
+config.substitutions.append(
+    (
+        "USMP_ROUNDTRIP",
+        "usmp-opt %s --split-input-file | usmp-opt --split-input-file | filecheck %s",
+    )
+)
+config.substitutions.append(
+    (
+        "USMP_GENERIC_ROUNDTRIP",
+        "usmp-opt %s --print-op-generic --split-input-file | usmp-opt --split-input-file "
+        "| filecheck %s",
+    )
+)
+config.substitutions.append(
+    (
+        "USMP_VERIFY_DIAG",
+        "usmp-opt %s --parsing-diagnostics --verify-diagnostics --split-input-file",
+    )
+)
+if shutil.which("gcc"):
+    config.available_features.add("gcc")
+if shutil.which("clang"):
+    config.available_features.add("clang")

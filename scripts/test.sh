@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# Runs every test: lint, the lit/FileCheck suite and pytest. Expects the project's virtualenv
+# to be active (or its tools on PATH).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ruff check .
+lit -q test
+pytest -q -n 2 test

@@ -1,0 +1,305 @@
+"""The planning problem and its solution, as plain data (no xDSL here).
+
+A problem is a set of buffers (size, alignment, live intervals and/or explicit conflicts,
+ordered candidate pools) and a set of pools (optional hard capacity, alignment). A plan
+gives every buffer a pool and a byte offset so that buffers that may be live together
+never share a byte.
+"""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass, field
+
+Interval = tuple[int, int]
+"""A half-open live interval `[start, end)` on the program's abstract timeline."""
+
+
+@dataclass(frozen=True)
+class Pool:
+    """A memory pool buffers may be placed in."""
+
+    name: str
+    capacity_bytes: int | None = None
+    """Hard limit on the pool's planned size (TVM's size hint); None means unbounded."""
+    alignment: int = 1
+    """Alignment of the pool's base address, in bytes."""
+
+
+@dataclass(frozen=True)
+class Buffer:
+    """A buffer to place."""
+
+    name: str
+    size_bytes: int
+    alignment: int = 1
+    live: tuple[Interval, ...] = ()
+    """Half-open live intervals; two buffers conflict when any of their intervals overlap."""
+    conflicts: tuple[int, ...] = ()
+    """Indices of further buffers this one conflicts with (made symmetric by `Problem`)."""
+    pools: tuple[int, ...] = (0,)
+    """Indices of the candidate pools, preferred first."""
+
+
+@dataclass(frozen=True)
+class Problem:
+    """Buffers and pools. Conflicts are the union of interval overlaps and explicit conflicts,
+    always symmetric and without duplicates or self-conflicts."""
+
+    buffers: tuple[Buffer, ...]
+    pools: tuple[Pool, ...] = (Pool("pool"),)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A placement: for buffer `i`, pool index `pools[i]` and byte offset `offsets[i]`."""
+
+    pools: tuple[int, ...]
+    offsets: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class PlanResult:
+    """A plan with what is known about its quality."""
+
+    plan: Plan
+    algorithm: str
+    pool_sizes: tuple[int, ...]
+    """Per pool, the highest `offset + size` placed in it (0 when unused)."""
+    lower_bounds: tuple[int, ...]
+    """Per pool, a lower bound on its size given which buffers the plan put there."""
+    proven_optimal: bool
+    time_s: float
+    notes: tuple[str, ...] = field(default=())
+
+
+class ProblemError(ValueError):
+    """A problem that cannot be planned as given (bad sizes, intervals, pools...)."""
+
+
+def check_problem(problem: Problem) -> None:
+    """Raises ProblemError naming the first malformed buffer or pool."""
+    for pool in problem.pools:
+        if pool.capacity_bytes is not None and pool.capacity_bytes < 0:
+            raise ProblemError(f"pool '{pool.name}': negative capacity {pool.capacity_bytes}")
+        if pool.alignment < 1 or pool.alignment & (pool.alignment - 1):
+            raise ProblemError(
+                f"pool '{pool.name}': alignment {pool.alignment} is not a power of two"
+            )
+    count = len(problem.buffers)
+    for buffer in problem.buffers:
+        if buffer.size_bytes < 0:
+            raise ProblemError(f"buffer '{buffer.name}': negative size {buffer.size_bytes}")
+        if buffer.alignment < 1 or buffer.alignment & (buffer.alignment - 1):
+            raise ProblemError(
+                f"buffer '{buffer.name}': alignment {buffer.alignment} is not a power of two"
+            )
+        for start, end in buffer.live:
+            if start >= end:
+                raise ProblemError(f"buffer '{buffer.name}': empty live interval [{start}, {end})")
+        for other in buffer.conflicts:
+            if not 0 <= other < count:
+                raise ProblemError(f"buffer '{buffer.name}': conflict index {other} out of range")
+        if not buffer.pools:
+            raise ProblemError(f"buffer '{buffer.name}': no candidate pool")
+        for pool_index in buffer.pools:
+            if not 0 <= pool_index < len(problem.pools):
+                raise ProblemError(
+                    f"buffer '{buffer.name}': candidate pool index {pool_index} out of range"
+                )
+
+
+def merged_intervals(intervals: tuple[Interval, ...]) -> list[Interval]:
+    """A buffer's live intervals, sorted, with overlapping or touching ones merged."""
+    merged: list[Interval] = []
+    for start, end in sorted(intervals):
+        if merged and start <= merged[-1][1]:
+            if end > merged[-1][1]:
+                merged[-1] = (merged[-1][0], end)
+        else:
+            merged.append((start, end))
+    return merged
+
+
+def conflict_lists(problem: Problem) -> list[list[int]]:
+    """Per buffer, the sorted indices of the buffers it conflicts with (symmetric, no
+    duplicates, no self). Builds the whole conflict graph: meant for problems of up to a few
+    thousand buffers; large interval problems should be handled with sweeps instead."""
+    count = len(problem.buffers)
+    neighbours: list[set[int]] = [set() for _ in range(count)]
+    events: list[tuple[int, int, int]] = []  # (time, 0 = end / 1 = start, buffer)
+    for index, buffer in enumerate(problem.buffers):
+        for start, end in merged_intervals(buffer.live):
+            events.append((start, 1, index))
+            events.append((end, 0, index))
+        for other in buffer.conflicts:
+            if other != index:
+                neighbours[index].add(other)
+                neighbours[other].add(index)
+    events.sort()
+    active: dict[int, int] = {}  # buffer -> number of its open intervals
+    for _time, is_start, index in events:
+        if is_start:
+            for other in active:
+                if other != index:
+                    neighbours[index].add(other)
+                    neighbours[other].add(index)
+            active[index] = active.get(index, 0) + 1
+        else:
+            active[index] -= 1
+            if not active[index]:
+                del active[index]
+    return [sorted(n) for n in neighbours]
+
+
+def peak_live_bytes(problem: Problem, members: list[int] | None = None) -> int:
+    """The highest total size of buffers live at one time (TVM's memory pressure), over
+    `members` (default: all buffers). Only interval lifetimes are counted."""
+    indices = range(len(problem.buffers)) if members is None else members
+    events: list[tuple[int, int]] = []
+    for index in indices:
+        buffer = problem.buffers[index]
+        for start, end in merged_intervals(buffer.live):
+            events.append((start, buffer.size_bytes))
+            events.append((end, -buffer.size_bytes))
+    # Ends sort before starts at the same time: half-open intervals touching do not overlap.
+    events.sort()
+    peak = live = 0
+    for _time, delta in events:
+        live += delta
+        peak = max(peak, live)
+    return peak
+
+
+def lower_bound(problem: Problem, members: list[int] | None = None) -> int:
+    """A lower bound on the memory `members` (default: all buffers) need in one pool: the
+    weight of a clique of the conflict graph. For interval lifetimes this is the peak of live
+    bytes, which is the maximum clique; explicit conflicts add greedily grown cliques, so the
+    bound stays valid for general conflict graphs."""
+    indices = list(range(len(problem.buffers))) if members is None else list(members)
+    bound = peak_live_bytes(problem, indices)
+    bound = max(bound, max((problem.buffers[i].size_bytes for i in indices), default=0))
+    if not any(problem.buffers[i].conflicts for i in indices):
+        return bound
+    member_set = set(indices)
+    neighbours = conflict_lists(problem)
+    sizes = [b.size_bytes for b in problem.buffers]
+    for seed in indices:
+        if not problem.buffers[seed].conflicts:
+            continue
+        clique = [seed]
+        weight = sizes[seed]
+        candidates = sorted(
+            (n for n in neighbours[seed] if n in member_set), key=lambda n: (-sizes[n], n)
+        )
+        candidate_set = set(candidates)
+        for candidate in candidates:
+            if candidate in candidate_set and all(
+                candidate in neighbour_set
+                for neighbour_set in (set(neighbours[m]) for m in clique[1:])
+            ):
+                clique.append(candidate)
+                weight += sizes[candidate]
+        bound = max(bound, weight)
+    return bound
+
+
+def align_up(value: int, alignment: int) -> int:
+    """`value` rounded up to a multiple of `alignment`."""
+    return -(-value // alignment) * alignment
+
+
+def pool_sizes(problem: Problem, plan: Plan) -> tuple[int, ...]:
+    """Per pool, the highest `offset + size` of the buffers placed in it (0 when unused)."""
+    sizes = [0] * len(problem.pools)
+    for buffer, pool, offset in zip(problem.buffers, plan.pools, plan.offsets, strict=True):
+        sizes[pool] = max(sizes[pool], offset + buffer.size_bytes)
+    return tuple(sizes)
+
+
+def validate(problem: Problem, plan: Plan) -> list[str]:
+    """Every way `plan` breaks `problem`, one message per violation (empty when valid)."""
+    errors: list[str] = []
+    buffers = problem.buffers
+    if len(plan.pools) != len(buffers) or len(plan.offsets) != len(buffers):
+        return [f"plan has {len(plan.offsets)} offsets for {len(buffers)} buffers"]
+    for buffer, pool, offset in zip(buffers, plan.pools, plan.offsets, strict=True):
+        if pool not in buffer.pools:
+            errors.append(f"buffer '{buffer.name}' is in pool #{pool}, not one of its candidates")
+            continue
+        if offset < 0:
+            errors.append(f"buffer '{buffer.name}' has negative offset {offset}")
+        if offset % buffer.alignment:
+            errors.append(
+                f"buffer '{buffer.name}' at offset {offset} is not aligned to {buffer.alignment}"
+            )
+        capacity = problem.pools[pool].capacity_bytes
+        if capacity is not None and offset + buffer.size_bytes > capacity:
+            errors.append(
+                f"buffer '{buffer.name}' ends at {offset + buffer.size_bytes}, beyond the "
+                f"{capacity}-byte capacity of pool '{problem.pools[pool].name}'"
+            )
+
+    def overlap_message(a: int, b: int, why: str) -> str:
+        pool_name = problem.pools[plan.pools[a]].name
+        return (
+            f"buffers '{buffers[a].name}' [{plan.offsets[a]}, "
+            f"{plan.offsets[a] + buffers[a].size_bytes}) and '{buffers[b].name}' "
+            f"[{plan.offsets[b]}, {plan.offsets[b] + buffers[b].size_bytes}) overlap in pool "
+            f"'{pool_name}' while {why}"
+        )
+
+    def overlaps(a: int, b: int) -> bool:
+        return (
+            plan.pools[a] == plan.pools[b]
+            and buffers[a].size_bytes > 0
+            and buffers[b].size_bytes > 0
+            and plan.offsets[a] < plan.offsets[b] + buffers[b].size_bytes
+            and plan.offsets[b] < plan.offsets[a] + buffers[a].size_bytes
+        )
+
+    reported: set[tuple[int, int]] = set()
+    for index, buffer in enumerate(buffers):
+        for other in buffer.conflicts:
+            pair = (min(index, other), max(index, other))
+            if other != index and pair not in reported and overlaps(index, other):
+                reported.add(pair)
+                errors.append(overlap_message(pair[0], pair[1], "in conflict"))
+
+    # Interval conflicts: sweep over time keeping, per pool, the live buffers sorted by
+    # offset. The live set never overlaps (we stop trusting it once it does), so a new
+    # buffer overlaps a live one exactly when it overlaps a neighbour in offset order.
+    events: list[tuple[int, int, int]] = []
+    for index, buffer in enumerate(buffers):
+        if buffer.size_bytes == 0:
+            continue
+        for start, end in merged_intervals(buffer.live):
+            events.append((start, 1, index))
+            events.append((end, 0, index))
+    events.sort()
+    live_by_pool: dict[int, list[tuple[int, int]]] = {}
+    overlapping_pools: set[int] = set()  # pools whose live set already holds an overlap
+    for time, is_start, index in events:
+        pool = plan.pools[index]
+        live = live_by_pool.setdefault(pool, [])
+        key = (plan.offsets[index], index)
+        position = bisect.bisect_left(live, key)
+        if not is_start:
+            if position < len(live) and live[position] == key:
+                del live[position]
+            continue
+        if pool in overlapping_pools:
+            nearby = range(len(live))
+        else:
+            nearby = range(max(0, position - 1), min(len(live), position + 1))
+        clash = [live[p][1] for p in nearby if overlaps(index, live[p][1])]
+        if clash and pool not in overlapping_pools:
+            overlapping_pools.add(pool)
+            clash = [other for _offset, other in live if overlaps(index, other)]
+        for other in clash:
+            pair = (min(index, other), max(index, other))
+            if pair not in reported:
+                reported.add(pair)
+                errors.append(overlap_message(pair[0], pair[1], f"both live at time {time}"))
+        live.insert(position, key)
+    return errors
