@@ -8,8 +8,21 @@ import lit.formats
 config.name = "usmp-dialect"
 config.test_format = lit.formats.ShTest(execute_external=False)
 config.suffixes = [".mlir", ".test"]
-config.test_source_root = os.path.join(os.path.dirname(__file__), "test")
-config.excludes = ["Inputs", "__pycache__"]
+config.test_source_root = os.path.dirname(os.path.abspath(__file__))
+config.test_exec_root = config.test_source_root
+# Only test/ holds tests; everything else at the root is skipped.
+config.excludes = [
+    "Inputs",
+    "__pycache__",
+    ".venv",
+    ".git",
+    "usmp_dialect",
+    "docs",
+    "examples",
+    "benchmarks",
+    "scripts",
+    "build",
+]
 config.environment["PYTHONHASHSEED"] = os.environ.get("PYTHONHASHSEED", "0")
 for name in ("PATH", "VIRTUAL_ENV", "HOME", "TMPDIR"):
     if name in os.environ:

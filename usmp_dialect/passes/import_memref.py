@@ -1,0 +1,204 @@
+"""`usmp-import-memref`: standard MLIR allocations become buffers the planner can place.
+
+* `memref.alloc` / `memref.alloca` with a static shape and the identity layout become
+  `usmp.allocate` (same SSA name, same `alignment`); the `memref.dealloc`s of those buffers
+  (directly or through a `memref.cast`) are removed, since pool memory is never freed.
+* `memref.get_global` of a constant `memref.global` with dense initial data becomes
+  `usmp.allocate_const` holding that data, re-typed to the memref type (same `alignment`).
+  Each `memref.get_global` gets its own constant buffer (run `cse` first to share one per
+  function). A private global left without any reference is erased; a public one is kept,
+  since other modules may link it.
+* Non-constant globals, and constant globals without initial data (external declarations), are
+  left alone.
+
+An allocation the planner cannot handle (dynamic shape, non-identity layout, unsupported
+element type) is an error on that op: nothing is skipped silently.
+"""
+
+from dataclasses import dataclass
+from typing import NoReturn
+
+from xdsl.context import Context
+from xdsl.dialects import memref
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    DenseIntOrFPElementsAttr,
+    DictionaryAttr,
+    IntegerAttr,
+    MemRefType,
+    ModuleOp,
+    SymbolRefAttr,
+)
+from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.pattern_rewriter import (
+    GreedyRewritePatternApplier,
+    PatternRewriter,
+    PatternRewriteWalker,
+    RewritePattern,
+    op_type_rewrite_pattern,
+)
+from xdsl.traits import SymbolTable
+from xdsl.utils.exceptions import PassFailedException, VerifyException
+
+from usmp_dialect.dialects.usmp import AllocateConstOp, AllocateOp, verify_buffer_type
+
+
+def imported_constant_global(get_global: memref.GetGlobalOp) -> memref.GlobalOp | None:
+    """The constant, initialised `memref.global` that `get_global` reads, or None."""
+    found = SymbolTable.lookup_symbol(get_global, get_global.name_)
+    if (
+        isinstance(found, memref.GlobalOp)
+        and found.constant is not None
+        and isinstance(found.initial_value, DenseIntOrFPElementsAttr)
+    ):
+        return found
+    return None
+
+
+def _describe(value: SSAValue) -> str:
+    return f" %{value.name_hint}" if value.name_hint else ""
+
+
+def _fail(op: Operation, message: str) -> NoReturn:
+    op.emit_error(message, PassFailedException(message))
+
+
+def _check_importable(module: ModuleOp) -> None:
+    """Fails on the first allocation the import cannot turn into a plannable buffer."""
+    for op in module.walk():
+        if isinstance(op, memref.AllocOp | memref.AllocaOp):
+            memref_type = op.memref.type
+            try:
+                verify_buffer_type(memref_type)
+            except VerifyException as error:
+                _fail(
+                    op,
+                    f"cannot import {op.name}{_describe(op.memref)}: {error}; the planner needs "
+                    "static shapes and the identity layout",
+                )
+        elif isinstance(op, memref.GetGlobalOp):
+            global_op = imported_constant_global(op)
+            if global_op is None:
+                continue
+            if global_op.type != op.memref.type:
+                _fail(
+                    op,
+                    f"memref.get_global of @{global_op.sym_name.data} returns "
+                    f"{op.memref.type} but the global has type {global_op.type}",
+                )
+            try:
+                verify_buffer_type(global_op.type)
+            except VerifyException as error:
+                _fail(op, f"constant global @{global_op.sym_name.data} cannot be planned: {error}")
+            data = global_op.initial_value
+            assert isinstance(data, DenseIntOrFPElementsAttr)
+            expected = global_op.type.element_count()
+            if len(data) != expected or data.get_element_type() != global_op.type.element_type:
+                _fail(
+                    op,
+                    f"the initial value of constant global @{global_op.sym_name.data} "
+                    f"({data.type}) does not fit its type {global_op.type}",
+                )
+
+
+def _alignment_bytes(alignment: Attribute | None) -> int | None:
+    if alignment is None:
+        return None
+    assert isinstance(alignment, IntegerAttr)
+    return alignment.value.data
+
+
+def _is_imported_buffer(value: SSAValue) -> bool:
+    """Whether `value` is (a cast of) a buffer that the import turned into `usmp.allocate`."""
+    owner = value.owner
+    while isinstance(owner, memref.CastOp):
+        owner = owner.source.owner
+    return isinstance(owner, AllocateOp)
+
+
+@dataclass(frozen=True)
+class AllocToAllocate(RewritePattern):
+    """`memref.alloc` / `memref.alloca` (static, identity layout) → `usmp.allocate`."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(
+        self, op: memref.AllocOp | memref.AllocaOp, rewriter: PatternRewriter
+    ) -> None:
+        memref_type = op.memref.type
+        assert isinstance(memref_type, MemRefType)
+        rewriter.replace(op, AllocateOp(memref_type, alignment=_alignment_bytes(op.alignment)))
+
+
+@dataclass(frozen=True)
+class EraseDealloc(RewritePattern):
+    """Removes the `memref.dealloc` of an imported buffer: pool memory is never freed."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: memref.DeallocOp, rewriter: PatternRewriter) -> None:
+        if _is_imported_buffer(op.memref):
+            rewriter.erase(op)
+
+
+@dataclass(frozen=True)
+class GetGlobalToAllocateConst(RewritePattern):
+    """`memref.get_global` of a constant global → `usmp.allocate_const` with its data."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: memref.GetGlobalOp, rewriter: PatternRewriter) -> None:
+        global_op = imported_constant_global(op)
+        if global_op is None:
+            return
+        data = global_op.initial_value
+        assert isinstance(data, DenseIntOrFPElementsAttr)
+        value = DenseIntOrFPElementsAttr(global_op.type, data.data)
+        rewriter.replace(
+            op, AllocateConstOp(value, alignment=_alignment_bytes(global_op.alignment))
+        )
+
+
+def _referenced_symbols(attr: Attribute, names: set[str]) -> None:
+    if isinstance(attr, SymbolRefAttr):
+        names.add(attr.root_reference.data)
+    elif isinstance(attr, ArrayAttr):
+        for element in attr.data:
+            _referenced_symbols(element, names)
+    elif isinstance(attr, DictionaryAttr):
+        for element in attr.data.values():
+            _referenced_symbols(element, names)
+
+
+def _erase_unreferenced_globals(module: ModuleOp, candidates: list[memref.GlobalOp]) -> None:
+    referenced: set[str] = set()
+    for op in module.walk():
+        for attr in (*op.properties.values(), *op.attributes.values()):
+            _referenced_symbols(attr, referenced)
+    for global_op in candidates:
+        if global_op.sym_name.data not in referenced and global_op.sym_visibility.data != "public":
+            global_op.detach()
+            global_op.erase()
+
+
+@dataclass(frozen=True)
+class UsmpImportMemrefPass(ModulePass):
+    """Turns memref allocations and constant globals into `usmp` buffers."""
+
+    name = "usmp-import-memref"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        _check_importable(op)
+        # Ordered set of the globals whose reads become constant buffers.
+        imported_globals: dict[memref.GlobalOp, None] = {}
+        for get_global in op.walk():
+            if isinstance(get_global, memref.GetGlobalOp):
+                global_op = imported_constant_global(get_global)
+                if global_op is not None:
+                    imported_globals[global_op] = None
+        PatternRewriteWalker(
+            GreedyRewritePatternApplier(
+                [AllocToAllocate(), EraseDealloc(), GetGlobalToAllocateConst()],
+                dce_enabled=False,
+            ),
+            apply_recursively=False,
+        ).rewrite_module(op)
+        _erase_unreferenced_globals(op, list(imported_globals))
