@@ -13,8 +13,10 @@ pool.constant @flash {targets = ["c"]}
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import ClassVar
+from collections.abc import Iterator, Mapping, Set
+from dataclasses import dataclass
+from typing import ClassVar, Generic, TypeVar
+from weakref import WeakKeyDictionary
 
 from xdsl.dialects.builtin import (
     I64,
@@ -31,16 +33,21 @@ from xdsl.dialects.builtin import (
     SymbolRefAttr,
     UnitAttr,
 )
-from xdsl.ir import Dialect, Operation
+from xdsl.ir import Attribute, Block, Dialect, Operation
 from xdsl.irdl import (
+    AnyAttr,
+    AttrConstraint,
+    IntConstraint,
     IRDLOperation,
     ParsePropInAttrDict,
     irdl_op_definition,
+    irdl_to_attr_constraint,
     opt_prop_def,
     prop_def,
     result_def,
     traits_def,
 )
+from xdsl.irdl.constraints import InferenceContext, VerificationContext
 from xdsl.traits import Pure, SymbolOpInterface, SymbolUserOpInterface
 from xdsl.utils.exceptions import VerifyException
 
@@ -59,29 +66,218 @@ POOL_INTEGER_PROPERTIES: dict[str, int] = {
     "write_latency_cycles": 0,
 }
 
+_AttributeCovT = TypeVar("_AttributeCovT", bound=Attribute, covariant=True)
+
+
+@dataclass(frozen=True, init=False)
+class Described(AttrConstraint[_AttributeCovT], Generic[_AttributeCovT]):
+    """A constraint that fails with one clear line: `'name' must be EXPECTED, got ATTR`.
+
+    xDSL's own constraint messages ("1 : i64 should be of base attribute string") do not say
+    which attribute is wrong; this wrapper names it and shows the expected form.
+    """
+
+    constraint: AttrConstraint[_AttributeCovT]
+    field_name: str
+    expected: str
+
+    def __init__(
+        self,
+        constraint: AttrConstraint[_AttributeCovT] | type[_AttributeCovT] | _AttributeCovT,
+        field_name: str,
+        expected: str,
+    ):
+        object.__setattr__(self, "constraint", irdl_to_attr_constraint(constraint))
+        object.__setattr__(self, "field_name", field_name)
+        object.__setattr__(self, "expected", expected)
+
+    def verify(self, attr: Attribute, constraint_context: VerificationContext) -> None:
+        try:
+            self.constraint.verify(attr, constraint_context)
+        except VerifyException:
+            raise VerifyException(
+                f"'{self.field_name}' must be {self.expected}, got {attr}"
+            ) from None
+
+    def variables(self) -> set[str]:
+        return self.constraint.variables()
+
+    def get_bases(self) -> set[type[Attribute]] | None:
+        return self.constraint.get_bases()
+
+    def can_infer(self, var_constraint_names: Set[str]) -> bool:
+        return self.constraint.can_infer(var_constraint_names)
+
+    def infer(self, context: InferenceContext) -> _AttributeCovT:
+        return self.constraint.infer(context)
+
+    def mapping_type_vars(
+        self, type_var_mapping: Mapping[TypeVar, AttrConstraint | IntConstraint]
+    ) -> Described[_AttributeCovT]:
+        return Described(
+            self.constraint.mapping_type_vars(type_var_mapping), self.field_name, self.expected
+        )
+
+
+def i64_constraint(field_name: str) -> Described[IntegerAttr[I64]]:
+    """An `N : i64` property whose type error names the property."""
+    return Described(IntegerAttr[I64], field_name, "an integer of type i64 (e.g. 64 : i64)")
+
+
+def symbol_constraint(field_name: str) -> Described[SymbolRefAttr]:
+    """A `@name` property whose type error names the property."""
+    return Described(SymbolRefAttr, field_name, "a pool symbol (e.g. @sram)")
+
+
+# ---------------------------------------------------------------------------------------------
+# Symbol lookup
+# ---------------------------------------------------------------------------------------------
+
+# name -> first op defining it, per module body. Entries are checked on every hit and the
+# index is rebuilt on a miss, so it never returns a stale op; verifying N references to pools
+# in a module of M top-level ops costs O(N + M), not O(N * M).
+_MODULE_SYMBOLS: WeakKeyDictionary[Block, dict[str, Operation]] = WeakKeyDictionary()
+
+
+def symbol_name(op: Operation) -> str | None:
+    """The `sym_name` an op defines, or None."""
+    sym = op.get_attr_or_prop("sym_name")
+    return sym.data if isinstance(sym, StringAttr) else None
+
+
+def enclosing_module(op: Operation) -> ModuleOp | None:
+    """The nearest `builtin.module` strictly above `op`, or None for a detached op."""
+    current = op.parent_op()
+    while current is not None and not isinstance(current, ModuleOp):
+        current = current.parent_op()
+    return current
+
+
+def lookup_module_symbol(module: ModuleOp, name: str) -> Operation | None:
+    """The first top-level op of `module` whose `sym_name` is `name`, or None."""
+    block = module.body.block
+    index = _MODULE_SYMBOLS.get(block)
+    if index is not None:
+        found = index.get(name)
+        if found is not None and found.parent is block and symbol_name(found) == name:
+            return found
+    index = {}
+    for op in block.ops:
+        if (sym := symbol_name(op)) is not None:
+            index.setdefault(sym, op)
+    _MODULE_SYMBOLS[block] = index
+    return index.get(name)
+
+
+def _reference_name(pool: SymbolRefAttr | str) -> str:
+    return pool.root_reference.data if isinstance(pool, SymbolRefAttr) else pool
+
+
+def find_pool(op: Operation, pool: SymbolRefAttr | str) -> PoolOpBase | None:
+    """The pool named `pool` in `op` (a module) or in the module enclosing `op`, or None."""
+    module = op if isinstance(op, ModuleOp) else enclosing_module(op)
+    if module is None:
+        return None
+    found = lookup_module_symbol(module, _reference_name(pool))
+    return found if isinstance(found, PoolOpBase) else None
+
+
+def module_pools(module: ModuleOp) -> Iterator[PoolOpBase]:
+    """The pools of a module in declaration (preference) order."""
+    return (op for op in module.ops if isinstance(op, PoolOpBase))
+
+
+def verify_pool_reference(
+    op: Operation, pool: SymbolRefAttr, what: str, kind: str | None = None
+) -> PoolOpBase | None:
+    """Checks that `pool` names a pool (of `kind`, when given) of the module enclosing `op`.
+
+    Returns the pool, or None for a detached op (nothing to check it against).
+    """
+    name = pool.root_reference.data
+    if pool.nested_references.data:
+        raise VerifyException(f"{what} {pool} must be a flat symbol reference like @{name}")
+    module = enclosing_module(op)
+    if module is None:
+        return None
+    found = lookup_module_symbol(module, name)
+    if found is None:
+        raise VerifyException(f"{what} @{name} does not name a pool")
+    if not isinstance(found, PoolOpBase):
+        raise VerifyException(f"{what} @{name} is not a pool (it is a '{found.name}')")
+    if kind is not None and kind != found.KIND:
+        raise VerifyException(
+            f"{what} @{name} is a {found.KIND} pool, but '{op.name}' needs a {kind} pool"
+        )
+    return found
+
+
+# ---------------------------------------------------------------------------------------------
+# Pools
+# ---------------------------------------------------------------------------------------------
+
 
 class PoolOpBase(IRDLOperation):
     """Shared definition of `pool.workspace` and `pool.constant`."""
 
     sym_name = prop_def(SymbolNameConstraint())
-    targets = opt_prop_def(ArrayAttr[StringAttr])
-    size_hint_bytes = opt_prop_def(IntegerAttr[I64])
-    alignment = opt_prop_def(IntegerAttr[I64])
-    internal = opt_prop_def(UnitAttr)
-    size_bytes = opt_prop_def(IntegerAttr[I64])
-    clock_frequency_hz = opt_prop_def(IntegerAttr[I64])
-    read_bandwidth_bytes_per_cycle = opt_prop_def(IntegerAttr[I64])
-    write_bandwidth_bytes_per_cycle = opt_prop_def(IntegerAttr[I64])
-    read_latency_cycles = opt_prop_def(IntegerAttr[I64])
-    write_latency_cycles = opt_prop_def(IntegerAttr[I64])
+    targets = opt_prop_def(
+        Described(ArrayAttr[StringAttr], "targets", 'an array of target names (e.g. ["c"])')
+    )
+    size_hint_bytes = opt_prop_def(i64_constraint("size_hint_bytes"))
+    alignment = opt_prop_def(i64_constraint("alignment"))
+    internal = opt_prop_def(Described(UnitAttr, "internal", "a unit attribute (just `internal`)"))
+    size_bytes = opt_prop_def(i64_constraint("size_bytes"))
+    clock_frequency_hz = opt_prop_def(i64_constraint("clock_frequency_hz"))
+    read_bandwidth_bytes_per_cycle = opt_prop_def(i64_constraint("read_bandwidth_bytes_per_cycle"))
+    write_bandwidth_bytes_per_cycle = opt_prop_def(
+        i64_constraint("write_bandwidth_bytes_per_cycle")
+    )
+    read_latency_cycles = opt_prop_def(i64_constraint("read_latency_cycles"))
+    write_latency_cycles = opt_prop_def(i64_constraint("write_latency_cycles"))
     # target name -> burst size in bytes, e.g. {c = 8 : i64}
-    target_burst_bytes = opt_prop_def(DictionaryAttr)
+    target_burst_bytes = opt_prop_def(
+        Described(DictionaryAttr, "target_burst_bytes", "a dictionary like {c = 8 : i64}")
+    )
 
     traits = traits_def(SymbolOpInterface())
     irdl_options = (ParsePropInAttrDict(),)
     assembly_format = "$sym_name attr-dict"
 
     KIND: ClassVar[str] = ""
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        targets: tuple[str, ...] | None = None,
+        size_hint_bytes: int | None = None,
+        alignment: int | None = None,
+        internal: bool = False,
+        size_bytes: int | None = None,
+        target_burst_bytes: Mapping[str, int] | None = None,
+        **performance: int,
+    ):
+        """Builds a pool; `performance` takes the integer properties such as
+        `clock_frequency_hz=...` by name."""
+        properties: dict[str, Attribute | None] = {
+            "sym_name": StringAttr(name),
+            "targets": None if targets is None else ArrayAttr([StringAttr(t) for t in targets]),
+            "internal": UnitAttr() if internal else None,
+            "target_burst_bytes": None
+            if target_burst_bytes is None
+            else DictionaryAttr({t: IntegerAttr(b, 64) for t, b in target_burst_bytes.items()}),
+        }
+        integers = {
+            "size_hint_bytes": size_hint_bytes,
+            "alignment": alignment,
+            "size_bytes": size_bytes,
+        } | performance
+        for prop, value in integers.items():
+            if prop not in POOL_INTEGER_PROPERTIES:
+                raise TypeError(f"unknown pool property '{prop}'")
+            properties[prop] = None if value is None else IntegerAttr(value, 64)
+        super().__init__(properties=properties)
 
     @property
     def pool_name(self) -> str:
@@ -111,35 +307,59 @@ class PoolOpBase(IRDLOperation):
         return self.internal is not None
 
     def verify_(self) -> None:
+        where = f"pool @{self.pool_name}"
         parent = self.parent_op()
         if parent is not None and not isinstance(parent, ModuleOp):
-            raise VerifyException(f"pool @{self.pool_name} must be declared at module level")
+            raise VerifyException(
+                f"{where} must be declared at module level, not inside '{parent.name}'"
+            )
         for prop, minimum in POOL_INTEGER_PROPERTIES.items():
             attr = self.properties.get(prop)
             if isinstance(attr, IntegerAttr) and attr.value.data < minimum:
                 raise VerifyException(
-                    f"pool @{self.pool_name}: {prop} must be >= {minimum}, got {attr.value.data}"
+                    f"{where}: {prop} must be >= {minimum}, got {attr.value.data}"
                 )
         alignment = self.alignment_bytes
         if alignment & (alignment - 1):
-            raise VerifyException(
-                f"pool @{self.pool_name}: alignment {alignment} is not a power of two"
-            )
-        if self.targets is not None and not self.targets.data:
-            raise VerifyException(f"pool @{self.pool_name}: targets must not be empty")
+            raise VerifyException(f"{where}: alignment {alignment} is not a power of two")
+        targets = self.target_names
+        if not targets:
+            raise VerifyException(f"{where}: targets must not be empty")
+        for position, target in enumerate(targets):
+            if not target:
+                raise VerifyException(f"{where}: a target name must not be empty")
+            if target in targets[:position]:
+                raise VerifyException(f"{where}: target '{target}' is listed twice")
         if self.target_burst_bytes is not None:
-            for target, value in self.target_burst_bytes.data.items():
+            for target, value in sorted(self.target_burst_bytes.data.items()):
+                if target not in targets:
+                    raise VerifyException(
+                        f"{where}: target_burst_bytes names '{target}', which is not one of "
+                        f"its targets {ArrayAttr([StringAttr(t) for t in targets])}"
+                    )
                 if not isinstance(value, IntegerAttr) or value.value.data < 1:
                     raise VerifyException(
-                        f"pool @{self.pool_name}: target_burst_bytes for '{target}' "
-                        "must be a positive integer"
+                        f"{where}: target_burst_bytes for '{target}' must be a positive "
+                        f"integer, got {value}"
                     )
+        capacity = self.capacity_bytes
+        if (
+            self.size_bytes is not None
+            and capacity is not None
+            and self.size_bytes.value.data > capacity
+        ):
+            raise VerifyException(
+                f"{where}: size_bytes {self.size_bytes.value.data} exceeds "
+                f"size_hint_bytes {capacity}"
+            )
         if isinstance(parent, ModuleOp):
-            for other in parent.ops:
-                if other is self:
-                    break
-                if isinstance(other, PoolOpBase) and other.pool_name == self.pool_name:
-                    raise VerifyException(f"pool @{self.pool_name} is declared twice")
+            first = lookup_module_symbol(parent, self.pool_name)
+            if first is not None and first is not self:
+                if isinstance(first, PoolOpBase):
+                    raise VerifyException(f"{where} is declared twice")
+                raise VerifyException(
+                    f"{where}: symbol @{self.pool_name} is already a '{first.name}'"
+                )
 
 
 @irdl_op_definition
@@ -158,8 +378,12 @@ class ConstantPoolOp(PoolOpBase):
     KIND: ClassVar[str] = "constant"
 
     # The packed bytes of every constant placed in the pool (written by
-    # usmp-convert-to-pool-offsets), as a 1-D i8 dense attribute.
-    data = opt_prop_def(DenseIntOrFPElementsAttr)
+    # usmp-convert-to-pool-offsets), as a 1-D i8 dense attribute typed tensor<Nxi8>.
+    data = opt_prop_def(
+        Described(
+            DenseIntOrFPElementsAttr, "data", 'a dense literal (e.g. dense<"0x01"> : tensor<1xi8>)'
+        )
+    )
 
     def verify_(self) -> None:
         super().verify_()
@@ -168,7 +392,13 @@ class ConstantPoolOp(PoolOpBase):
             shape = self.data.get_shape()
             if element_type != IntegerType(8) or len(shape) != 1:
                 raise VerifyException(
-                    f"pool @{self.pool_name}: data must be a 1-D dense attribute of i8"
+                    f"pool @{self.pool_name}: data must be a 1-D dense attribute of i8, "
+                    f"got {self.data.type}"
+                )
+            if len(self.data) != shape[0]:
+                raise VerifyException(
+                    f"pool @{self.pool_name}: data holds {len(self.data)} bytes but its type "
+                    f"{self.data.type} says {shape[0]}"
                 )
             if self.size_bytes is not None and shape[0] != self.size_bytes.value.data:
                 raise VerifyException(
@@ -177,43 +407,30 @@ class ConstantPoolOp(PoolOpBase):
                 )
 
 
-def find_pool(op: Operation, pool: SymbolRefAttr | str) -> PoolOpBase | None:
-    """The pool named `pool` in the module enclosing `op`, or None."""
-    name = pool.root_reference.data if isinstance(pool, SymbolRefAttr) else pool
-    module = op if isinstance(op, ModuleOp) else op.get_toplevel_object()
-    if not isinstance(module, ModuleOp):
-        return None
-    for candidate in module.ops:
-        if isinstance(candidate, PoolOpBase) and candidate.pool_name == name:
-            return candidate
-    return None
-
-
-def module_pools(module: ModuleOp) -> Iterator[PoolOpBase]:
-    """The pools of a module in declaration (preference) order."""
-    return (op for op in module.ops if isinstance(op, PoolOpBase))
-
-
-def verify_pool_reference(op: Operation, pool: SymbolRefAttr, what: str) -> PoolOpBase | None:
-    """Checks that `pool` names a pool of the module enclosing `op` (detached ops pass)."""
-    module = op.get_toplevel_object()
-    if not isinstance(module, ModuleOp) or module is op:
-        return None
-    found = find_pool(module, pool)
-    if found is None:
-        name = pool.root_reference.data
-        for other in module.ops:
-            sym = other.properties.get("sym_name") or other.attributes.get("sym_name")
-            if isinstance(sym, StringAttr) and sym.data == name:
-                raise VerifyException(f"{what} @{name} is not a pool (it is a '{other.name}')")
-        raise VerifyException(f"{what} @{name} does not name a pool")
-    return found
+# ---------------------------------------------------------------------------------------------
+# Reaching pool memory
+# ---------------------------------------------------------------------------------------------
 
 
 class PoolSymbolUser(SymbolUserOpInterface):
+    """Verifies that `pool.base` names a pool, and that the memref covers its planned size."""
+
     def verify(self, op: Operation) -> None:
-        assert isinstance(op, BaseOp)
-        verify_pool_reference(op, op.pool, "pool")
+        if not isinstance(op, BaseOp):
+            return
+        pool = verify_pool_reference(op, op.pool, "pool")
+        memref_type = op.memref.type
+        if (
+            pool is not None
+            and pool.size_bytes is not None
+            and isinstance(memref_type, MemRefType)
+            and memref_type.get_shape()
+            and memref_type.get_shape()[0] != pool.size_bytes.value.data
+        ):
+            raise VerifyException(
+                f"pool.base of @{pool.pool_name} returns {memref_type}, but the pool's "
+                f"size_bytes is {pool.size_bytes.value.data}"
+            )
 
 
 @irdl_op_definition
@@ -226,8 +443,9 @@ class BaseOp(IRDLOperation):
 
     name = "pool.base"
 
-    pool = prop_def(SymbolRefAttr)
-    memref = result_def(MemRefType)
+    pool = prop_def(symbol_constraint("pool"))
+    # Any type parses; verify_ says clearly what is expected.
+    memref = result_def(AnyAttr())
 
     traits = traits_def(Pure(), PoolSymbolUser())
     assembly_format = "$pool attr-dict `:` type($memref)"
@@ -240,17 +458,22 @@ class BaseOp(IRDLOperation):
             result_types=[MemRefType(IntegerType(8), [size_bytes])],
         )
 
+    @property
+    def pool_name(self) -> str:
+        return self.pool.root_reference.data
+
     def verify_(self) -> None:
         memref_type = self.memref.type
-        assert isinstance(memref_type, MemRefType)
         if (
-            memref_type.element_type != IntegerType(8)
+            not isinstance(memref_type, MemRefType)
+            or memref_type.element_type != IntegerType(8)
             or memref_type.get_num_dims() != 1
+            or memref_type.get_shape()[0] < 0
             or not isinstance(memref_type.layout, NoneAttr)
         ):
             raise VerifyException(
-                f"pool.base of @{self.pool.root_reference.data} must return a 1-D memref of i8 "
-                f"with identity layout, got {memref_type}"
+                f"pool.base of @{self.pool_name} must return a statically sized 1-D memref of "
+                f"i8 with identity layout (e.g. memref<1024xi8>), got {memref_type}"
             )
 
 

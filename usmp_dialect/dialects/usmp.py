@@ -4,6 +4,7 @@
 %a = usmp.allocate : memref<1x16x16x8xi8>
 %b = usmp.allocate {alignment = 64 : i64, pools = [@sram, @dram]} : memref<256xf32>
 %w = usmp.allocate_const dense<[1, 2, 3]> : memref<3xi32>
+%v = usmp.allocate_const {alignment = 32 : i64} dense<"0x0000803F00000040"> : memref<2xf32>
 ```
 
 After planning both carry `pool = @name` and `offset = N : i64`.
@@ -11,10 +12,10 @@ After planning both carry `pool = @name` and `offset = N : i64`.
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import ClassVar, Self
 
 from xdsl.dialects.builtin import (
-    I64,
+    DYNAMIC_INDEX,
     AnyFloat,
     ArrayAttr,
     DenseIntOrFPElementsAttr,
@@ -30,21 +31,31 @@ from xdsl.ir import Attribute, Dialect, Operation
 from xdsl.irdl import (
     AnyAttr,
     IRDLOperation,
-    ParamAttrConstraint,
     ParsePropInAttrDict,
-    VarConstraint,
     irdl_op_definition,
     opt_prop_def,
     prop_def,
     result_def,
     traits_def,
 )
+from xdsl.parser import Parser
+from xdsl.printer import Printer
 from xdsl.traits import MemoryAllocEffect, SymbolUserOpInterface
 from xdsl.utils.exceptions import VerifyException
 
-from usmp_dialect.dialects.pool import verify_pool_reference
+from usmp_dialect.dialects.pool import (
+    ConstantPoolOp,
+    Described,
+    WorkspacePoolOp,
+    i64_constraint,
+    symbol_constraint,
+    verify_pool_reference,
+)
 
 DEFAULT_BUFFER_ALIGNMENT_BYTES = 16
+
+# The properties every allocation may carry, in the order they print.
+ALLOCATION_PROPERTIES = ("alignment", "pools", "pool", "offset")
 
 
 def element_size_bytes(element_type: Attribute) -> int:
@@ -54,7 +65,7 @@ def element_size_bytes(element_type: Attribute) -> int:
     if isinstance(element_type, IndexType):
         return 8
     if isinstance(element_type, AnyFloat):
-        return element_type.bitwidth // 8
+        return (element_type.bitwidth + 7) // 8
     raise ValueError(f"unsupported element type {element_type}")
 
 
@@ -66,46 +77,86 @@ def buffer_size_bytes(memref_type: MemRefType) -> int:
 def verify_buffer_type(memref_type: Attribute) -> MemRefType:
     """Checks that a buffer type is a statically shaped memref with identity layout."""
     if not isinstance(memref_type, MemRefType):
-        raise VerifyException(f"expected a memref type, got {memref_type}")
-    if any(dim < 0 for dim in memref_type.get_shape()):
+        raise VerifyException(f"a buffer must be a memref, got {memref_type}")
+    shape = memref_type.get_shape()
+    if DYNAMIC_INDEX in shape:
         raise VerifyException(f"buffer type {memref_type} has a dynamic shape")
+    if any(dim < 0 for dim in shape):
+        raise VerifyException(f"buffer type {memref_type} has a negative dimension")
     if not isinstance(memref_type.layout, NoneAttr):
         raise VerifyException(f"buffer type {memref_type} must have the identity layout")
     try:
         element_size_bytes(memref_type.element_type)
     except ValueError as error:
-        raise VerifyException(str(error)) from error
+        raise VerifyException(f"buffer type {memref_type}: {error}") from None
     return memref_type
 
 
+def verify_alignment(alignment: int) -> None:
+    """Checks an alignment in bytes: a positive power of two."""
+    if alignment <= 0:
+        raise VerifyException(f"alignment must be positive, got {alignment}")
+    if alignment & (alignment - 1):
+        raise VerifyException(f"alignment {alignment} is not a power of two")
+
+
 class AllocationUser(SymbolUserOpInterface):
-    """Verifies the pool symbols an allocation refers to."""
+    """Verifies the pools an allocation refers to: they exist, are pools of the right kind,
+    and a planned buffer lies inside its pool."""
 
     def verify(self, op: Operation) -> None:
-        assert isinstance(op, AllocationOp)
+        if not isinstance(op, AllocationOp):
+            return
+        kind = op.POOL_KIND
         if op.pools is not None:
-            for pool in op.pools.data:
-                verify_pool_reference(op, pool, "candidate pool")
-        if op.pool is not None:
-            verify_pool_reference(op, op.pool, "pool")
+            for candidate in op.pools.data:
+                verify_pool_reference(op, candidate, "candidate pool", kind)
+        if op.pool is None:
+            return
+        pool = verify_pool_reference(op, op.pool, "pool", kind)
+        if op.pools is not None and op.pool.root_reference.data not in op.candidate_pool_names:
+            candidates = ", ".join(f"@{name}" for name in op.candidate_pool_names)
+            raise VerifyException(
+                f"pool @{op.pool.root_reference.data} is not one of the candidate pools "
+                f"[{candidates}]"
+            )
+        if pool is None or op.offset is None:
+            return
+        verify_buffer_type(op.memref.type)
+        limit = pool.size_bytes.value.data if pool.size_bytes is not None else pool.capacity_bytes
+        if limit is None:
+            return
+        end = op.offset.value.data + op.size_bytes
+        if end > limit:
+            what = "size_bytes" if pool.size_bytes is not None else "size_hint_bytes"
+            raise VerifyException(
+                f"buffer ends at byte {end}, beyond the {what} {limit} of pool @{pool.pool_name}"
+            )
 
 
 class AllocationOp(IRDLOperation):
     """What `usmp.allocate` and `usmp.allocate_const` share: a planned buffer."""
 
-    alignment = opt_prop_def(IntegerAttr[I64])
-    pools = opt_prop_def(ArrayAttr[SymbolRefAttr])
-    pool = opt_prop_def(SymbolRefAttr)
-    offset = opt_prop_def(IntegerAttr[I64])
+    alignment = opt_prop_def(i64_constraint("alignment"))
+    pools = opt_prop_def(
+        Described(ArrayAttr[SymbolRefAttr], "pools", "an array of pool symbols (e.g. [@sram])")
+    )
+    pool = opt_prop_def(symbol_constraint("pool"))
+    offset = opt_prop_def(i64_constraint("offset"))
 
-    memref = result_def(MemRefType)
+    # Any type parses; verify_ says clearly what is expected.
+    memref = result_def(AnyAttr())
 
     irdl_options = (ParsePropInAttrDict(),)
+
+    # The kind of pool (`PoolOpBase.KIND`) this allocation may be placed in.
+    POOL_KIND: ClassVar[str] = ""
 
     @property
     def buffer_type(self) -> MemRefType:
         memref_type = self.memref.type
-        assert isinstance(memref_type, MemRefType)
+        if not isinstance(memref_type, MemRefType):
+            raise VerifyException(f"'{self.name}' must return a memref, got {memref_type}")
         return memref_type
 
     @property
@@ -125,24 +176,59 @@ class AllocationOp(IRDLOperation):
         return tuple(pool.root_reference.data for pool in self.pools.data)
 
     @property
+    def pool_name(self) -> str | None:
+        """The pool the plan placed this buffer in, or None before planning."""
+        return None if self.pool is None else self.pool.root_reference.data
+
+    @property
+    def offset_bytes(self) -> int | None:
+        """The planned offset from the pool's start, or None before planning."""
+        return None if self.offset is None else self.offset.value.data
+
+    @property
     def is_planned(self) -> bool:
         return self.pool is not None and self.offset is not None
 
     def verify_(self) -> None:
         verify_buffer_type(self.memref.type)
         if self.alignment is not None:
-            alignment = self.alignment.value.data
-            if alignment <= 0 or alignment & (alignment - 1):
-                raise VerifyException(f"alignment {alignment} is not a power of two")
-        if self.offset is not None:
-            if self.pool is None:
-                raise VerifyException("'offset' is given without 'pool'")
-            if self.offset.value.data < 0:
-                raise VerifyException(f"offset {self.offset.value.data} is negative")
+            verify_alignment(self.alignment.value.data)
         if self.pools is not None:
             names = self.candidate_pool_names
-            if len(set(names)) != len(names):
-                raise VerifyException("a candidate pool is listed twice in 'pools'")
+            if not names:
+                raise VerifyException("'pools' must list at least one candidate pool")
+            for position, name in enumerate(names):
+                if name in names[:position]:
+                    raise VerifyException(f"candidate pool @{name} is listed twice in 'pools'")
+        if self.offset is not None:
+            offset = self.offset.value.data
+            if self.pool is None:
+                raise VerifyException("'offset' is given without 'pool'")
+            if offset < 0:
+                raise VerifyException(f"offset {offset} is negative")
+            if offset % self.alignment_bytes:
+                raise VerifyException(
+                    f"offset {offset} is not a multiple of the alignment {self.alignment_bytes}"
+                )
+
+
+def allocation_properties(
+    alignment: int | None,
+    pools: tuple[str, ...] | None,
+    pool: str | None = None,
+    offset: int | None = None,
+) -> dict[str, Attribute]:
+    """The properties of an allocation, from plain Python values (None leaves one out)."""
+    properties: dict[str, Attribute] = {}
+    if alignment is not None:
+        properties["alignment"] = IntegerAttr(alignment, 64)
+    if pools is not None:
+        properties["pools"] = ArrayAttr([SymbolRefAttr(name) for name in pools])
+    if pool is not None:
+        properties["pool"] = SymbolRefAttr(pool)
+    if offset is not None:
+        properties["offset"] = IntegerAttr(offset, 64)
+    return properties
 
 
 @irdl_op_definition
@@ -154,65 +240,116 @@ class AllocateOp(AllocationOp):
     traits = traits_def(MemoryAllocEffect(), AllocationUser())
     assembly_format = "attr-dict `:` type($memref)"
 
+    POOL_KIND: ClassVar[str] = WorkspacePoolOp.KIND
+
     def __init__(
         self,
         memref_type: MemRefType,
         alignment: int | None = None,
         pools: tuple[str, ...] | None = None,
+        *,
+        pool: str | None = None,
+        offset: int | None = None,
     ):
         super().__init__(
-            properties=allocation_properties(alignment, pools),
+            properties=allocation_properties(alignment, pools, pool, offset),
             result_types=[memref_type],
         )
 
 
 @irdl_op_definition
 class AllocateConstOp(AllocationOp):
-    """A read-only buffer holding the given data, to be placed in a constant pool."""
+    """A read-only buffer holding the given data, to be placed in a constant pool.
+
+    Written like `arith.constant`: `usmp.allocate_const {attrs} dense<...> : memref<...>`,
+    the dense literal typed by the buffer's memref type.
+    """
 
     name = "usmp.allocate_const"
 
-    _T: ClassVar = VarConstraint("T", AnyAttr())
-    value = prop_def(ParamAttrConstraint(DenseIntOrFPElementsAttr, (_T, AnyAttr())))
-    memref = result_def(_T)
+    value = prop_def(
+        Described(
+            DenseIntOrFPElementsAttr,
+            "value",
+            "a dense literal typed by the buffer (e.g. dense<[1, 2]> : memref<2xi32>)",
+        )
+    )
 
     traits = traits_def(AllocationUser())
-    assembly_format = "attr-dict $value"
+
+    POOL_KIND: ClassVar[str] = ConstantPoolOp.KIND
 
     def __init__(
         self,
         value: DenseIntOrFPElementsAttr,
         alignment: int | None = None,
         pools: tuple[str, ...] | None = None,
+        *,
+        pool: str | None = None,
+        offset: int | None = None,
     ):
-        properties = allocation_properties(alignment, pools)
+        properties = allocation_properties(alignment, pools, pool, offset)
         properties["value"] = value
         super().__init__(properties=properties, result_types=[value.type])
 
+    @classmethod
+    def parse(cls, parser: Parser) -> Self:
+        attributes = parser.parse_optional_attr_dict()
+        if "value" in attributes:
+            parser.raise_error(
+                "the data of usmp.allocate_const is the dense literal after the attribute "
+                "dictionary, not a 'value' entry"
+            )
+        start = parser.pos
+        value = parser.parse_attribute()
+        if not isinstance(value, DenseIntOrFPElementsAttr):
+            parser.raise_error(
+                "expected a dense literal typed by the buffer's memref type, "
+                "e.g. dense<[1, 2]> : memref<2xi32>",
+                start,
+                parser.pos,
+            )
+        properties: dict[str, Attribute] = {
+            name: attributes.pop(name) for name in ALLOCATION_PROPERTIES if name in attributes
+        }
+        properties["value"] = value
+        return cls.create(properties=properties, attributes=attributes, result_types=[value.type])
+
+    def print(self, printer: Printer) -> None:
+        if not self.attributes.keys().isdisjoint(self.properties.keys()):
+            raise ValueError(
+                "cannot print attributes and properties with the same name in one dictionary"
+            )
+        dictionary = self.attributes | {
+            name: attr for name, attr in self.properties.items() if name != "value"
+        }
+        printer.print_op_attributes(dictionary)
+        printer.print_string(" ")
+        printer.print_attribute(self.value)
+
     def verify_(self) -> None:
         super().verify_()
+        buffer_type = self.buffer_type
         value_type = self.value.type
         if not isinstance(value_type, MemRefType):
             raise VerifyException(
-                f"the data of usmp.allocate_const must be typed by its memref type, "
-                f"got {value_type}"
+                f"the data of usmp.allocate_const must be typed by its memref type "
+                f"{buffer_type}, got {value_type}"
             )
-        expected = self.buffer_type.element_count()
-        if len(self.value) != expected and not self.value.is_splat():
+        if value_type.element_type != buffer_type.element_type:
             raise VerifyException(
-                f"data holds {len(self.value)} elements but {self.buffer_type} needs {expected}"
+                f"data of element type {value_type.element_type} does not match the element "
+                f"type of {buffer_type}"
             )
-
-
-def allocation_properties(
-    alignment: int | None, pools: tuple[str, ...] | None
-) -> dict[str, Attribute]:
-    properties: dict[str, Attribute] = {}
-    if alignment is not None:
-        properties["alignment"] = IntegerAttr(alignment, 64)
-    if pools is not None:
-        properties["pools"] = ArrayAttr([SymbolRefAttr(name) for name in pools])
-    return properties
+        expected = buffer_type.element_count()
+        if value_type.element_count() != expected or len(self.value) != expected:
+            raise VerifyException(
+                f"data holds {len(self.value)} elements but {buffer_type} needs {expected}"
+            )
+        if value_type != buffer_type:
+            raise VerifyException(
+                f"data typed {value_type} does not match the result type {buffer_type}"
+            )
 
 
 def io_kind(attr: Attribute | None) -> str | None:
