@@ -1,0 +1,7 @@
+func.func @main() {
+  func.return
+}
+
+// -----
+
+pool.workspace @sram {alignment = 3 : i64}
