@@ -1,0 +1,712 @@
+"""The whole planned program as a C source file and its header (SPEC §7).
+
+The interface: `int32_t <p>_run(...)` with `struct <p>_inputs`, `struct <p>_outputs` and, when
+any pool is external, `struct <p>_workspace_pools` (a `void*` per external pool); under U4
+(`usmp.io_allocations` on the module) `<p>_map_inputs` / `<p>_map_outputs` return pointers into
+the pools and `<p>_run` takes only the pools.
+"""
+
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass
+
+from xdsl.dialects import arith, func, memref
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    DenseIntOrFPElementsAttr,
+    DictionaryAttr,
+    IntegerAttr,
+    MemRefType,
+    ModuleOp,
+    StringAttr,
+    SymbolRefAttr,
+    UnitAttr,
+)
+from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.utils.exceptions import DiagnosticException
+
+from usmp_dialect.backend.c import c_types
+from usmp_dialect.backend.c.names import NameTable, sanitize
+from usmp_dialect.backend.c.printer import (
+    HELPERS,
+    CFunctionPrinter,
+    FunctionSignature,
+    ModuleContext,
+    check_planned,
+    dead_ops,
+    unsupported_op_error,
+)
+from usmp_dialect.dialects import pool
+
+IO_ALLOCATIONS_ATTR = "usmp.io_allocations"
+TARGET_ATTRIBUTE = "usmp.target"
+
+# Ops through which a memref value reaches another memref value (aliases of one buffer).
+_ALIAS_OPS = (
+    memref.ViewOp,
+    memref.SubviewOp,
+    memref.CastOp,
+    memref.ReinterpretCastOp,
+    memref.CollapseShapeOp,
+    memref.ExpandShapeOp,
+    memref.AssumeAlignmentOp,
+    arith.SelectOp,
+)
+
+
+@dataclass(frozen=True)
+class PoolInfo:
+    """A pool as the C interface sees it."""
+
+    name: str  # the pool symbol
+    field: str  # C identifier (struct field, macro part)
+    kind: str  # "workspace" | "constant"
+    internal: bool
+    size_bytes: int
+    alignment_bytes: int
+    data: tuple[int, ...] | None  # constant pools: bytes 0..255
+
+    @property
+    def const(self) -> bool:
+        return self.kind == "constant"
+
+
+@dataclass(frozen=True)
+class TensorIO:
+    """One model input or output."""
+
+    name: str  # C field name
+    kind: str  # "input" | "output"
+    element_type: str
+    pool: str | None = None  # U4: where it lives
+    offset: int = 0
+
+
+@dataclass(frozen=True)
+class Interface:
+    prefix: str
+    pools: tuple[PoolInfo, ...]
+    inputs: tuple[TensorIO, ...]
+    outputs: tuple[TensorIO, ...]
+    workspace_io: bool  # U4
+
+    @property
+    def upper(self) -> str:
+        return self.prefix.upper()
+
+    @property
+    def external_pools(self) -> tuple[PoolInfo, ...]:
+        return tuple(p for p in self.pools if not p.internal)
+
+    @property
+    def run_parameters(self) -> str:
+        p = self.prefix
+        pools_param = f"struct {p}_workspace_pools* workspace_pools"
+        if self.workspace_io:
+            return pools_param
+        parameters = [f"struct {p}_inputs* inputs", f"struct {p}_outputs* outputs"]
+        if self.external_pools:
+            parameters.append(pools_param)
+        return ", ".join(parameters)
+
+
+# ---- analysis --------------------------------------------------------------------------------
+
+
+def _is_written(value: SSAValue, written: dict[str, list[bool]], seen: set[SSAValue]) -> bool:
+    """Whether the memory behind `value` may be written (through aliases and calls)."""
+    if value in seen:
+        return False
+    seen.add(value)
+    for use in value.uses:
+        user = use.operation
+        if isinstance(user, memref.LoadOp | memref.DimOp):
+            continue
+        if isinstance(user, memref.StoreOp):
+            if use.index == 1:
+                return True
+            continue
+        if isinstance(user, memref.CopyOp):
+            if use.index == 1:
+                return True
+            continue
+        if isinstance(user, _ALIAS_OPS):
+            if isinstance(user, arith.SelectOp) and use.index == 0:
+                continue
+            if any(_is_written(r, written, seen) for r in user.results):
+                return True
+            continue
+        if isinstance(user, func.CallOp):
+            callee = written.get(user.callee.root_reference.data)
+            if callee is None or use.index >= len(callee) or callee[use.index]:
+                return True
+            continue
+        return True  # anything else: assume it writes
+    return False
+
+
+def written_arguments(functions: list[func.FuncOp]) -> dict[str, list[bool]]:
+    """For every function with a body, which arguments it (transitively) writes."""
+    written = {
+        f.sym_name.data: [False] * len(f.function_type.inputs.data)
+        for f in functions
+        if f.body.blocks
+    }
+    changed = True
+    while changed:
+        changed = False
+        for function in functions:
+            if not function.body.blocks:
+                continue
+            flags = written[function.sym_name.data]
+            for index, arg in enumerate(function.body.block.args):
+                if (
+                    not flags[index]
+                    and isinstance(arg.type, MemRefType)
+                    and _is_written(arg, written, set())
+                ):
+                    flags[index] = True
+                    changed = True
+    return written
+
+
+def _reachable_functions(module: ModuleOp, entry: func.FuncOp) -> list[func.FuncOp]:
+    """Functions called (transitively) from the entry, in module order."""
+    by_name = {op.sym_name.data: op for op in module.ops if isinstance(op, func.FuncOp)}
+    reached = {entry.sym_name.data}
+    work = [entry]
+    while work:
+        for op in work.pop().walk():
+            if isinstance(op, func.CallOp):
+                name = op.callee.root_reference.data
+                if name in by_name and name not in reached:
+                    reached.add(name)
+                    work.append(by_name[name])
+    return [op for op in module.ops if isinstance(op, func.FuncOp) and op.sym_name.data in reached]
+
+
+def _argument_attributes(function: func.FuncOp, index: int) -> dict[str, object]:
+    if function.arg_attrs is None:
+        return {}
+    return dict(function.arg_attrs.data[index].data)
+
+
+def _pool_info(pool_op: pool.PoolOpBase, module: ModuleOp, names: NameTable) -> PoolInfo:
+    size = pool_op.size_bytes.value.data if pool_op.size_bytes is not None else None
+    if size is None:
+        for op in module.walk():
+            if isinstance(op, pool.BaseOp) and op.pool.root_reference.data == pool_op.pool_name:
+                memref_type = op.memref.type
+                if isinstance(memref_type, MemRefType):
+                    size = memref_type.get_shape()[0]
+    data: tuple[int, ...] | None = None
+    if isinstance(pool_op, pool.ConstantPoolOp) and pool_op.data is not None:
+        values = pool_op.data.get_values()
+        data = tuple(int(v) & 0xFF for v in values)
+        if size is None:
+            size = len(data)
+    return PoolInfo(
+        name=pool_op.pool_name,
+        field=names.fresh(pool_op.pool_name),
+        kind=pool_op.KIND,
+        internal=pool_op.is_internal,
+        size_bytes=size or 0,
+        alignment_bytes=pool_op.alignment_bytes,
+        data=data,
+    )
+
+
+def find_entry(module: ModuleOp, entry: str) -> func.FuncOp:
+    for op in module.ops:
+        if isinstance(op, func.FuncOp) and op.sym_name.data == entry:
+            if not op.body.blocks:
+                raise DiagnosticException(f"C backend: the entry function @{entry} has no body")
+            return op
+    raise DiagnosticException(
+        f"C backend: no entry function @{entry} in the module (target option entry=NAME)"
+    )
+
+
+def build_interface(module: ModuleOp, prefix: str, entry_name: str) -> Interface:
+    """The C interface of a planned module."""
+    entry = find_entry(module, entry_name)
+    written = written_arguments([op for op in module.ops if isinstance(op, func.FuncOp)])
+    field_names = NameTable()
+    pools = tuple(_pool_info(p, module, field_names) for p in pool.module_pools(module))
+    io_attr = module.attributes.get(IO_ALLOCATIONS_ATTR)
+    inputs: list[TensorIO] = []
+    outputs: list[TensorIO] = []
+    io_names = NameTable()
+    if io_attr is not None:
+        if not isinstance(io_attr, ArrayAttr):
+            raise DiagnosticException(f"C backend: {IO_ALLOCATIONS_ATTR} must be an array")
+        if any(isinstance(t, MemRefType) for t in entry.function_type.inputs.data):
+            raise DiagnosticException(
+                f"C backend: the module has {IO_ALLOCATIONS_ATTR} (U4) but the entry function "
+                f"@{entry_name} still takes memref arguments"
+            )
+        for item in io_attr.data:
+            tensor = _io_allocation(item, pools)
+            (inputs if tensor.kind == "input" else outputs).append(
+                TensorIO(
+                    io_names.fresh(tensor.name),
+                    tensor.kind,
+                    tensor.element_type,
+                    tensor.pool,
+                    tensor.offset,
+                )
+            )
+    else:
+        flags = written[entry_name]
+        for index, arg in enumerate(entry.body.block.args):
+            if not isinstance(arg.type, MemRefType):
+                raise DiagnosticException(
+                    f"C backend: the entry function @{entry_name} takes a non-memref argument "
+                    f"#{index} ({arg.type}); model inputs and outputs are memrefs"
+                )
+            io = _argument_attributes(entry, index).get("usmp.io")
+            written_kind = "output" if flags[index] else "input"
+            kind = io.data if isinstance(io, StringAttr) else written_kind
+            tensor = TensorIO(
+                io_names.fresh(arg.name_hint or f"arg{index}"),
+                kind,
+                _element_c_type(arg.type, f"argument #{index} of function @{entry_name}"),
+            )
+            (inputs if kind == "input" else outputs).append(tensor)
+    return Interface(prefix, pools, tuple(inputs), tuple(outputs), io_attr is not None)
+
+
+def _element_c_type(memref_type: MemRefType, where: str) -> str:
+    try:
+        return c_types.c_type(memref_type.element_type)
+    except DiagnosticException as error:
+        raise DiagnosticException(f"{error} in {where}") from error
+
+
+def _io_allocation(item: object, pools: tuple[PoolInfo, ...]) -> TensorIO:
+    if not isinstance(item, DictionaryAttr):
+        raise DiagnosticException(f"C backend: {IO_ALLOCATIONS_ATTR} entries are dictionaries")
+    fields = item.data
+    name, kind = fields.get("name"), fields.get("kind")
+    pool_ref, offset, type_ = fields.get("pool"), fields.get("offset"), fields.get("type")
+    if not (
+        isinstance(name, StringAttr)
+        and isinstance(kind, StringAttr)
+        and kind.data in ("input", "output")
+        and isinstance(pool_ref, SymbolRefAttr)
+        and isinstance(offset, IntegerAttr)
+        and isinstance(type_, MemRefType)
+    ):
+        raise DiagnosticException(
+            f"C backend: malformed {IO_ALLOCATIONS_ATTR} entry {item}: expected "
+            '{name = "x", kind = "input"|"output", pool = @p, offset = N : i64, type = memref<..>}'
+        )
+    pool_name = pool_ref.root_reference.data
+    if all(p.name != pool_name for p in pools):
+        raise DiagnosticException(
+            f"C backend: {IO_ALLOCATIONS_ATTR} entry '{name.data}' names unknown pool @{pool_name}"
+        )
+    return TensorIO(
+        name.data, kind.data, c_types.c_type(type_.element_type), pool_name, offset.value.data
+    )
+
+
+# ---- header ----------------------------------------------------------------------------------
+
+
+def _data_macro(data: tuple[int, ...], size: int) -> str:
+    values = list(data) + [0] * (size - len(data))
+    if not values:
+        return "0"
+    rows = [", ".join(str(v) for v in values[i : i + 16]) for i in range(0, len(values), 16)]
+    return " \\\n    ".join(row + ("," if i < len(rows) - 1 else "") for i, row in enumerate(rows))
+
+
+def _struct(name: str, fields: list[str], comment: str) -> list[str]:
+    lines = [f"/* {comment} */", f"struct {name} {{"]
+    if fields:
+        lines += [f"  void* {field};" for field in fields]
+    else:
+        lines.append("  char empty_; /* C forbids empty structs */")
+    lines.append("};")
+    return lines
+
+
+def emit_header(interface: Interface) -> str:
+    p, P = interface.prefix, interface.upper
+    guard = f"{P}_H_"
+    lines = [
+        f"/* {p}.h: interface of the model '{p}', generated by usmp-dialect (C backend). */",
+        f"#ifndef {guard}",
+        f"#define {guard}",
+        "",
+        "#include <stdint.h>",
+        "",
+        "#ifdef __cplusplus",
+        'extern "C" {',
+        "#endif",
+        "",
+    ]
+    for pool_info in interface.external_pools:
+        kind = pool_info.kind.upper()
+        lines.append(
+            f"#define {P}_{pool_info.field.upper()}_{kind}_POOL_SIZE {pool_info.size_bytes}"
+        )
+        if pool_info.const:
+            data = _data_macro(pool_info.data or (), pool_info.size_bytes)
+            lines.append(f"#define {P}_{pool_info.field.upper()}_CONSTANT_POOL_DATA \\\n    {data}")
+    if interface.external_pools:
+        lines.append("")
+    lines += _struct(f"{p}_inputs", [t.name for t in interface.inputs], "model inputs")
+    lines.append("")
+    lines += _struct(f"{p}_outputs", [t.name for t in interface.outputs], "model outputs")
+    lines.append("")
+    if interface.external_pools:
+        lines += _struct(
+            f"{p}_workspace_pools",
+            [pool_info.field for pool_info in interface.external_pools],
+            "memory pools the application provides (workspace and constant)",
+        )
+        lines.append("")
+    elif interface.workspace_io:
+        lines += [f"struct {p}_workspace_pools; /* every pool is internal */", ""]
+    if interface.workspace_io:
+        lines += [
+            f"struct {p}_inputs {p}_map_inputs(struct {p}_workspace_pools* workspace_pools);",
+            f"struct {p}_outputs {p}_map_outputs(struct {p}_workspace_pools* workspace_pools);",
+        ]
+    lines += [
+        "/* Runs the model; returns 0 on success. */",
+        f"int32_t {p}_run({interface.run_parameters});",
+        "",
+        "#ifdef __cplusplus",
+        "}",
+        "#endif",
+        "",
+        f"#endif /* {guard} */",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+# ---- source ----------------------------------------------------------------------------------
+
+
+def _global_definition(op: memref.GlobalOp, c_name: str) -> str:
+    memref_type = op.type
+    element_c = c_types.c_type(memref_type.element_type)
+    count = max(1, memref_type.element_count())
+    const = "const " if op.constant is not None else ""
+    alignment = f"_Alignas({op.alignment.value.data}) " if op.alignment is not None else ""
+    declaration = f"static {const}{alignment}{element_c} {c_name}[{count}]"
+    initial = op.initial_value
+    if isinstance(initial, UnitAttr):
+        return declaration + ";"
+    assert isinstance(initial, DenseIntOrFPElementsAttr)
+    values = initial.get_values()
+    if initial.is_splat() and len(values) == 1:
+        values = list(values) * memref_type.element_count()
+    element_type = memref_type.element_type
+    if c_types.is_float(element_type):
+        texts = [c_types.float_literal(float(v), element_type) for v in values]
+    else:
+        texts = [c_types.int_literal(int(v), element_type) for v in values]
+    rows = [", ".join(texts[i : i + 8]) for i in range(0, len(texts), 8)]
+    return declaration + " = {\n  " + ",\n  ".join(rows) + "\n};"
+
+
+def emit_source(module: ModuleOp, prefix: str, entry_name: str) -> str:
+    check_planned(module)
+    interface = build_interface(module, prefix, entry_name)
+    entry = find_entry(module, entry_name)
+    functions = _reachable_functions(module, entry)
+    written = written_arguments([op for op in module.ops if isinstance(op, func.FuncOp)])
+
+    global_names = NameTable()
+    run_name = f"{prefix}_run"
+    for reserved in (
+        run_name,
+        f"{prefix}_map_inputs",
+        f"{prefix}_map_outputs",
+        "inputs",
+        "outputs",
+        "workspace_pools",
+        *(f"usmp_{helper}" for helper in HELPERS),
+    ):
+        global_names.taken.add(reserved)
+    for op in module.ops:
+        if not isinstance(op, func.FuncOp | memref.GlobalOp | pool.PoolOpBase):
+            raise unsupported_op_error(op)
+
+    # Pools: internal ones are static arrays, external ones come from workspace_pools.
+    dead: set[Operation] = set()
+    for function in functions:
+        dead |= dead_ops(function)
+    used_pools = {
+        op.pool.root_reference.data
+        for function in functions
+        for op in function.walk()
+        if isinstance(op, pool.BaseOp) and op not in dead
+    }
+    used_pools |= {t.pool for t in interface.inputs + interface.outputs if t.pool is not None}
+    pool_expressions: dict[str, tuple[str, bool]] = {}
+    pool_arrays: dict[str, str] = {}
+    pool_definitions: list[str] = []
+    for pool_info in interface.pools:
+        const = "const " if pool_info.const else ""
+        if pool_info.internal:
+            if pool_info.name not in used_pools:
+                continue  # C rejects unused static arrays under -Wall -Werror
+            array = global_names.fresh(f"{pool_info.field}_pool")
+            pool_arrays[pool_info.name] = array
+            pool_expressions[pool_info.name] = (array, pool_info.const)
+            size = max(1, pool_info.size_bytes)
+            declaration = (
+                f"static {const}_Alignas({pool_info.alignment_bytes}) uint8_t {array}[{size}]"
+            )
+            comment = (
+                f"/* pool @{pool_info.name}: internal {pool_info.kind} pool, "
+                f"{pool_info.size_bytes} bytes */"
+            )
+            if pool_info.const:
+                data = _data_macro(pool_info.data or (), size).replace(" \\\n    ", "\n  ")
+                pool_definitions += [comment, f"{declaration} = {{\n  {data}\n}};", ""]
+            else:
+                pool_definitions += [comment, f"{declaration};", ""]
+        else:
+            pool_expressions[pool_info.name] = (
+                f"({const}uint8_t*)workspace_pools->{pool_info.field}",
+                pool_info.const,
+            )
+
+    # Non-pooled data (memref.global) that the printed functions use.
+    used_globals = {
+        op.name_.root_reference.data
+        for function in functions
+        for op in function.walk()
+        if isinstance(op, memref.GetGlobalOp) and op not in dead
+    }
+    globals_: dict[str, tuple[str, bool]] = {}
+    global_definitions: list[str] = []
+    for op in module.ops:
+        if isinstance(op, memref.GlobalOp) and op.sym_name.data in used_globals:
+            c_name = global_names.fresh(op.sym_name.data)
+            globals_[op.sym_name.data] = (c_name, op.constant is not None)
+            global_definitions += [_global_definition(op, c_name), ""]
+
+    # External functions (declarations, other targets) keep their exact names: they link.
+    all_functions = [op for op in module.ops if isinstance(op, func.FuncOp)]
+    c_names: dict[str, str] = {entry_name: run_name}
+    for function in all_functions:
+        name = function.sym_name.data
+        if function is not entry and is_external(function):
+            if sanitize(name) != name or name in global_names.taken:
+                raise DiagnosticException(
+                    f"C backend: external function @{name} cannot be called from C under its "
+                    "name (not a C identifier, or it clashes with a C or generated name)"
+                )
+            global_names.taken.add(name)
+            c_names[name] = name
+    signatures: dict[str, FunctionSignature] = {}
+    for function in all_functions:
+        name = function.sym_name.data
+        c_name = c_names.get(name) or global_names.fresh(name)
+        flags = written.get(name, [True] * len(function.function_type.inputs.data))
+        signatures[name] = FunctionSignature(c_name, tuple(not f for f in flags))
+
+    context = ModuleContext(signatures, pool_expressions, globals_, global_names, dead)
+    prototypes: list[str] = []
+    definitions: list[str] = []
+    for function in functions:
+        if function is entry:
+            continue
+        prototype, body = _emit_function(function, context, interface, is_entry=False)
+        prototypes.append(prototype + ";")
+        if body is not None:
+            definitions += [body, ""]
+    _, run_body = _emit_function(entry, context, interface, is_entry=True)
+    assert run_body is not None
+
+    lines = [
+        f"/* {prefix}.c: the model '{prefix}', generated by usmp-dialect (C backend). */",
+        f'#include "{prefix}.h"',
+        "",
+        "#include <math.h>",
+        "#include <stddef.h>",
+        "#include <stdint.h>",
+        "#include <string.h>",
+        "",
+    ]
+    for helper in sorted(context.helpers):
+        lines += [HELPERS[helper], ""]
+    lines += pool_definitions + global_definitions
+    if prototypes:
+        lines += [*prototypes, ""]
+    lines += definitions
+    lines += [run_body, ""]
+    if interface.workspace_io:
+        lines += _map_functions(interface, pool_arrays)
+    return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def _map_functions(interface: Interface, pool_arrays: dict[str, str]) -> list[str]:
+    p = interface.prefix
+    pools = {pool_info.name: pool_info for pool_info in interface.pools}
+    lines: list[str] = []
+    for kind, tensors in (("inputs", interface.inputs), ("outputs", interface.outputs)):
+        lines += [
+            f"struct {p}_{kind} {p}_map_{kind}(struct {p}_workspace_pools* workspace_pools) {{",
+            f"  struct {p}_{kind} {kind};",
+        ]
+        if not any(not pools[t.pool].internal for t in tensors if t.pool is not None):
+            lines.append("  (void)workspace_pools;")
+        if not tensors:
+            lines.append(f"  {kind}.empty_ = 0;")
+        for tensor in tensors:
+            assert tensor.pool is not None
+            pool_info = pools[tensor.pool]
+            base = (
+                pool_arrays[pool_info.name]
+                if pool_info.internal
+                else f"(uint8_t*)workspace_pools->{pool_info.field}"
+            )
+            lines.append(f"  {kind}.{tensor.name} = {base} + {tensor.offset};")
+        lines += [f"  return {kind};", "}", ""]
+    return lines
+
+
+def _emit_function(
+    function: func.FuncOp, context: ModuleContext, interface: Interface, *, is_entry: bool
+) -> tuple[str, str | None]:
+    """The prototype and definition (None for a declaration) of one function."""
+    try:
+        return _emit_function_unchecked(function, context, interface, is_entry=is_entry)
+    except DiagnosticException as error:
+        message = str(error)
+        if "in function @" in message:
+            raise
+        raise DiagnosticException(f"{message} in function @{function.sym_name.data}") from error
+
+
+def _emit_function_unchecked(
+    function: func.FuncOp, context: ModuleContext, interface: Interface, *, is_entry: bool
+) -> tuple[str, str | None]:
+    signature = context.functions[function.sym_name.data]
+    output = io.StringIO()
+    printer = CFunctionPrinter(
+        output, module=context, names=context.global_names.child(), is_entry=is_entry
+    )
+    result_types = function.function_type.outputs.data
+    if len(result_types) > 1 or any(isinstance(t, MemRefType) for t in result_types):
+        raise DiagnosticException(
+            f"C backend: @{function.sym_name.data} returns {len(result_types)} values; C "
+            "functions return at most one scalar (memrefs never escape)"
+        )
+    if not function.body.blocks:
+        parameters = ", ".join(
+            _parameter_type(t, not const, "pool.pool" in _argument_attributes(function, i))
+            for i, (t, const) in enumerate(
+                zip(function.function_type.inputs.data, signature.const_params, strict=True)
+            )
+        )
+        return_c = c_types.c_type(result_types[0]) if result_types else "void"
+        return (
+            f"/* @{function.sym_name.data} is declared only: the application provides it. */\n"
+            f"{return_c} {signature.c_name}({parameters or 'void'})",
+            None,
+        )
+
+    if is_entry:
+        prototype = f"int32_t {signature.c_name}({interface.run_parameters})"
+        printer.line(prototype + " {")
+        with printer.indented():
+            if not interface.workspace_io:
+                _bind_entry_arguments(printer, function, interface, signature)
+                if not interface.inputs:
+                    printer.line("(void)inputs;")
+                if not interface.outputs:
+                    printer.line("(void)outputs;")
+            if interface.external_pools or interface.workspace_io:
+                external = {p.name for p in interface.external_pools}
+                uses_pools = any(
+                    isinstance(op, pool.BaseOp)
+                    and op not in context.dead_ops
+                    and op.pool.root_reference.data in external
+                    for op in function.walk()
+                )
+                if not uses_pools:
+                    printer.line("(void)workspace_pools;")
+            printer.print_block(function.body.block)
+        printer.line("}")
+        return prototype, output.getvalue().rstrip("\n")
+
+    parameters: list[str] = []
+    for arg, const in zip(function.body.block.args, signature.const_params, strict=True):
+        pool_ref = _argument_attributes(function, arg.index).get("pool.pool")
+        hint = pool_ref.root_reference.data if isinstance(pool_ref, SymbolRefAttr) else None
+        name = printer.bind_argument(
+            arg,
+            const,
+            printer.names.fresh(arg.name_hint or hint or f"arg{arg.index}"),
+            is_pool=hint is not None,
+        )
+        parameter_c = printer.memrefs[arg].pointer_c if arg in printer.memrefs else None
+        parameters.append(f"{parameter_c or _parameter_type(arg.type, not const)} {name}")
+    return_c = c_types.c_type(result_types[0]) if result_types else "void"
+    if is_external(function):
+        target = function_target(function)
+        return (
+            f"/* @{function.sym_name.data} runs on target '{target}': the application "
+            f"provides it. */\n{return_c} {signature.c_name}({', '.join(parameters) or 'void'})",
+            None,
+        )
+    prototype = f"static {return_c} {signature.c_name}({', '.join(parameters) or 'void'})"
+    printer.line(prototype + " {")
+    with printer.indented():
+        for arg in function.body.block.args:
+            if not arg.uses:
+                unused = (
+                    printer.memrefs[arg].name if arg in printer.memrefs else printer.scalars[arg]
+                )
+                printer.line(f"(void){unused};")
+        printer.print_block(function.body.block)
+    printer.line("}")
+    return prototype, output.getvalue().rstrip("\n")
+
+
+def function_target(function: func.FuncOp) -> str:
+    """The target a function runs on (`usmp.target`, default "c")."""
+    target = function.attributes.get(TARGET_ATTRIBUTE)
+    return target.data if isinstance(target, StringAttr) else "c"
+
+
+def is_external(function: func.FuncOp) -> bool:
+    """Whether the C code only declares `function` (no body, or a body for another target)."""
+    return not function.body.blocks or function_target(function) != "c"
+
+
+def _parameter_type(type_: Attribute, writable: bool, is_pool: bool = False) -> str:
+    if isinstance(type_, MemRefType):
+        element_c = "uint8_t" if is_pool else c_types.c_type(type_.element_type)
+        return f"{'' if writable else 'const '}{element_c}*"
+    return c_types.c_type(type_)
+
+
+def _bind_entry_arguments(
+    printer: CFunctionPrinter,
+    function: func.FuncOp,
+    interface: Interface,
+    signature: FunctionSignature,
+) -> None:
+    by_kind = {"input": iter(interface.inputs), "output": iter(interface.outputs)}
+    for arg, const in zip(function.body.block.args, signature.const_params, strict=True):
+        io = _argument_attributes(function, arg.index).get("usmp.io")
+        kind = io.data if isinstance(io, StringAttr) else ("input" if const else "output")
+        tensor = next(by_kind[kind])
+        struct_name = "inputs" if kind == "input" else "outputs"
+        name = printer.bind_argument(arg, const, printer.names.fresh(tensor.name))
+        pointer_c = printer.memrefs[arg].pointer_c
+        printer.line(f"{pointer_c} {name} = ({pointer_c}){struct_name}->{tensor.name};")
+        if not arg.uses:
+            printer.line(f"(void){name};")
