@@ -1,0 +1,197 @@
+"""`usmp-plan`: runs the liveness analysis and a planning algorithm, writes the plan onto the IR.
+
+```
+usmp-plan{algorithm=auto entry=main report="plan.json" svg="map.svg" time-limit=10 seed=0}
+```
+
+* Candidate pools first: the pass runs `usmp-assign-pools` (which changes nothing on IR that
+  already went through it), so allocations without `pools` get the pools that serve their
+  function's target and a module without pools gets the internal defaults.
+* The planning problem: the buffers of `usmp_dialect.analysis.buffer_info` reachable from the
+  entry; pools in declaration order with capacity `size_hint_bytes` (unbounded when absent);
+  each buffer keeps its own alignment (offsets are multiples of it). Offsets are relative to
+  the pool base, so after planning a pool's `alignment` is raised to the largest alignment of
+  the buffers placed in it when that is larger.
+* Writes `pool` and `offset` onto every planned allocation and `size_bytes` onto every pool
+  (0 for a pool nothing was placed in). Allocations in functions the entry never reaches are
+  not planned. A program with nothing to plan (e.g. already converted) keeps its pool sizes.
+* `report=` writes the JSON plan of SPEC §8, `svg=` a memory map (see `plan_report`).
+
+Errors are diagnostics on the op at fault: an unknown algorithm, a buffer larger than every
+candidate pool, buffers pinned to one pool that exceed it while live together, a read/write
+buffer listed for a constant pool, a plan the algorithm cannot find, and everything the
+analysis rejects (missing entry, unknown callee, recursion, escaping buffers, dynamic shapes).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import NoReturn
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import IntegerAttr, ModuleOp, SymbolRefAttr
+from xdsl.ir import Operation
+from xdsl.passes import ModulePass
+from xdsl.utils.exceptions import PassFailedException
+
+from usmp_dialect.analysis.buffer_info import BufferAnalysis, module_functions
+from usmp_dialect.dialects.pool import ConstantPoolOp, PoolOpBase, module_pools
+from usmp_dialect.passes.extract_buffer_info import analyse
+from usmp_dialect.planning import ALGORITHMS, PlanOptions, solve
+from usmp_dialect.planning.problem import Buffer, PlanResult, Pool, Problem, ProblemError
+
+
+def _fail(op: Operation, message: str) -> NoReturn:
+    op.emit_error(message, PassFailedException(message))
+
+
+def build_problem(analysis: BufferAnalysis, pools: list[PoolOpBase]) -> Problem:
+    """The planning problem of an analysed program; fails on buffers that cannot be placed."""
+    pool_index = {pool.pool_name: index for index, pool in enumerate(pools)}
+    buffers: list[Buffer] = []
+    for info, op in zip(analysis.buffers, analysis.allocations, strict=True):
+        if not info.candidate_pools:
+            _fail(op, f"buffer '{info.name}' has no candidate pool (run usmp-assign-pools)")
+        candidates: list[int] = []
+        for name in info.candidate_pools:
+            if name not in pool_index:
+                _fail(op, f"buffer '{info.name}' lists @{name}, which is not a pool")
+            if info.kind != "constant" and isinstance(pools[pool_index[name]], ConstantPoolOp):
+                _fail(
+                    op,
+                    f"buffer '{info.name}' is written, so it cannot be placed in the constant "
+                    f"pool @{name}",
+                )
+            candidates.append(pool_index[name])
+        capacities = [pools[index].capacity_bytes for index in candidates]
+        if all(cap is not None and cap < info.size_bytes for cap in capacities):
+            free = ", ".join(
+                f"@{pools[index].pool_name} has {cap} bytes"
+                for index, cap in zip(candidates, capacities, strict=True)
+            )
+            _fail(
+                op,
+                f"buffer '{info.name}' ({info.size_bytes} bytes) is larger than every candidate "
+                f"pool: {free}",
+            )
+        buffers.append(
+            Buffer(info.name, info.size_bytes, info.alignment, info.live, (), tuple(candidates))
+        )
+    return Problem(
+        tuple(buffers),
+        tuple(Pool(pool.pool_name, pool.capacity_bytes, pool.alignment_bytes) for pool in pools),
+    )
+
+
+def forced_overflow(problem: Problem) -> tuple[int, int, list[int]] | None:
+    """A pool whose single-candidate buffers alone exceed its capacity at some tick: (pool,
+    tick, the buffers live then, largest first), or None. A sweep over the live intervals."""
+    for pool_index, pool in enumerate(problem.pools):
+        if pool.capacity_bytes is None:
+            continue
+        events: list[tuple[int, int, int]] = []  # (tick, 0 = end / 1 = start, buffer)
+        for index, buffer in enumerate(problem.buffers):
+            if buffer.pools == (pool_index,) and buffer.size_bytes:
+                for start, end in buffer.live:
+                    events.append((start, 1, index))
+                    events.append((end, 0, index))
+        events.sort()
+        live: set[int] = set()
+        live_bytes = 0
+        for tick, is_start, index in events:
+            if not is_start:
+                live.discard(index)
+                live_bytes -= problem.buffers[index].size_bytes
+                continue
+            live.add(index)
+            live_bytes += problem.buffers[index].size_bytes
+            if live_bytes > pool.capacity_bytes:
+                ordered = sorted(live, key=lambda i: (-problem.buffers[i].size_bytes, i))
+                return pool_index, tick, ordered
+    return None
+
+
+def plan_module(
+    ctx: Context,
+    module: ModuleOp,
+    entry: str,
+    algorithm: str,
+    options: PlanOptions,
+) -> tuple[BufferAnalysis, Problem, PlanResult]:
+    """Plans `module` in place (see the module doc) and returns what the reports need."""
+    from usmp_dialect.passes.assign_pools import UsmpAssignPoolsPass
+
+    if algorithm not in ALGORITHMS:
+        known = ", ".join(sorted(ALGORITHMS))
+        _fail(module, f"unknown algorithm '{algorithm}' (known: {known})")
+    function = module_functions(module).get(entry)
+    if function is None:
+        _fail(module, f"entry function @{entry} does not exist (option entry=NAME)")
+    UsmpAssignPoolsPass().apply(ctx, module)
+    analysis = analyse(module, entry)
+    pools = list(module_pools(module))
+    problem = build_problem(analysis, pools)
+    overflow = forced_overflow(problem)
+    if overflow is not None:
+        pool_index, tick, live = overflow
+        pool = problem.pools[pool_index]
+        listed = ", ".join(
+            f"'{problem.buffers[i].name}' ({problem.buffers[i].size_bytes} bytes)" for i in live
+        )
+        total = sum(problem.buffers[i].size_bytes for i in live)
+        _fail(
+            analysis.allocations[live[0]],
+            f"pool @{pool.name} ({pool.capacity_bytes} bytes) cannot hold the {total} bytes of "
+            f"buffers live together at time {tick} that have no other candidate pool: {listed}",
+        )
+    try:
+        result = solve(problem, algorithm, options)
+    except (ProblemError, ValueError) as error:
+        _fail(function, f"planning with '{algorithm}' failed: {error}")
+    for op, pool, offset in zip(
+        analysis.allocations, result.plan.pools, result.plan.offsets, strict=True
+    ):
+        op.properties["pool"] = SymbolRefAttr(pools[pool].pool_name)
+        op.properties["offset"] = IntegerAttr(offset, 64)
+    if not problem.buffers:
+        # Nothing to plan (e.g. the program was already converted): pools keep their sizes.
+        return analysis, problem, result
+    for index, pool in enumerate(pools):
+        pool.properties["size_bytes"] = IntegerAttr(result.pool_sizes[index], 64)
+        placed_alignments = [
+            buffer.alignment
+            for buffer, placed in zip(problem.buffers, result.plan.pools, strict=True)
+            if placed == index
+        ]
+        needed = max(placed_alignments, default=1)
+        if needed > pool.alignment_bytes:
+            pool.properties["alignment"] = IntegerAttr(needed, 64)
+    return analysis, problem, result
+
+
+@dataclass(frozen=True)
+class UsmpPlanPass(ModulePass):
+    """Plans every buffer reachable from the entry into the module's pools."""
+
+    name = "usmp-plan"
+
+    algorithm: str = "auto"
+    entry: str = "main"
+    report: str | None = None
+    svg: str | None = None
+    time_limit: int | float = 10.0
+    seed: int = 0
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        options = PlanOptions(time_limit_s=self.time_limit, seed=self.seed)
+        analysis, problem, result = plan_module(ctx, op, self.entry, self.algorithm, options)
+        if self.report is None and self.svg is None:
+            return
+        from usmp_dialect.passes.plan_report import memory_map_svg, plan_report, write_text
+
+        pools = list(module_pools(op))
+        if self.report is not None:
+            text = plan_report(analysis, problem, result, pools)
+            write_text(op, self.report, text)
+        if self.svg is not None:
+            write_text(op, self.svg, memory_map_svg(analysis, problem, result))
