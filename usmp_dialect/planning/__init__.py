@@ -2,6 +2,16 @@
 
 `solve(problem, algorithm)` runs one of `ALGORITHMS` and returns a `PlanResult` with the plan,
 the pool sizes, per-pool lower bounds and whether the plan is proven optimal.
+
+The project's own algorithms (TVM's are in `tvm.py`):
+
+* `greedy_first_fit` (size descending, lowest free gap: TFLM's rule), `greedy_best_fit` (size
+  then live length, tightest gap: XLA's rule) and `portfolio` (the best of 12 order x fit
+  variants) in `greedy.py`;
+* `exact`, a MiniMalloc-style branch and bound that proves optima (`exact.py`);
+* `local_search`, order perturbation over the best greedy plan (`local_search.py`);
+* `auto`, the default: portfolio, then exact search (local search on huge problems) until the
+  lower bound or options.time_limit_s (`auto.py`).
 """
 
 from __future__ import annotations
@@ -14,6 +24,7 @@ from importlib import import_module
 from usmp_dialect.planning.problem import (
     Buffer,
     Plan,
+    PlanningError,
     PlanResult,
     Pool,
     Problem,
@@ -31,6 +42,7 @@ __all__ = [
     "Plan",
     "PlanOptions",
     "PlanResult",
+    "PlanningError",
     "Pool",
     "Problem",
     "ProblemError",
@@ -61,11 +73,18 @@ class AlgorithmResult:
 Algorithm = Callable[[Problem, PlanOptions], AlgorithmResult]
 
 # algorithm name -> (module under usmp_dialect.planning, function name); loaded lazily.
-ALGORITHMS: dict[str, tuple[str, str]] = {}
-
-
-class PlanningError(ValueError):
-    """No valid plan exists within the pools' capacities (or the algorithm found none)."""
+ALGORITHMS: dict[str, tuple[str, str]] = {
+    "auto": ("auto", "auto"),
+    "greedy_first_fit": ("greedy", "greedy_first_fit"),
+    "greedy_best_fit": ("greedy", "greedy_best_fit"),
+    "portfolio": ("greedy", "portfolio"),
+    "exact": ("exact", "exact"),
+    "local_search": ("local_search", "local_search"),
+    "greedy_by_size": ("tvm", "greedy_by_size"),
+    "greedy_by_conflicts": ("tvm", "greedy_by_conflicts"),
+    "hill_climb": ("tvm", "hill_climb"),
+    "no_reuse": ("reference", "no_reuse"),
+}
 
 
 def get_algorithm(name: str) -> Algorithm:

@@ -11,6 +11,8 @@ from __future__ import annotations
 import bisect
 from dataclasses import dataclass, field
 
+import numpy as np
+
 Interval = tuple[int, int]
 """A half-open live interval `[start, end)` on the program's abstract timeline."""
 
@@ -75,6 +77,14 @@ class PlanResult:
 
 class ProblemError(ValueError):
     """A problem that cannot be planned as given (bad sizes, intervals, pools...)."""
+
+
+class PlanningError(ValueError):
+    """No valid plan exists within the pools' capacities (or the algorithm found none)."""
+
+
+CLIQUE_SEARCH_LIMIT = 3_000
+"""Most buffers with explicit conflicts for which `lower_bound` grows cliques through them."""
 
 
 def check_problem(problem: Problem) -> None:
@@ -152,56 +162,106 @@ def conflict_lists(problem: Problem) -> list[list[int]]:
     return [sorted(n) for n in neighbours]
 
 
+def _live_events(problem: Problem, indices: list[int] | range) -> tuple[np.ndarray, ...]:
+    """Owners, starts and ends of the merged live intervals of `indices`, as arrays."""
+    owners: list[int] = []
+    starts: list[int] = []
+    ends: list[int] = []
+    buffers = problem.buffers
+    for index in indices:
+        live = buffers[index].live
+        for start, end in live if len(live) == 1 else merged_intervals(live):
+            owners.append(index)
+            starts.append(start)
+            ends.append(end)
+    return (
+        np.array(owners, dtype=np.int64),
+        np.array(starts, dtype=np.int64),
+        np.array(ends, dtype=np.int64),
+    )
+
+
 def peak_live_bytes(problem: Problem, members: list[int] | None = None) -> int:
     """The highest total size of buffers live at one time (TVM's memory pressure), over
-    `members` (default: all buffers). Only interval lifetimes are counted."""
+    `members` (default: all buffers). Only interval lifetimes are counted. A sweep: O(n log n),
+    fine for tens of thousands of buffers."""
     indices = range(len(problem.buffers)) if members is None else members
-    events: list[tuple[int, int]] = []
-    for index in indices:
-        buffer = problem.buffers[index]
-        for start, end in merged_intervals(buffer.live):
-            events.append((start, buffer.size_bytes))
-            events.append((end, -buffer.size_bytes))
-    # Ends sort before starts at the same time: half-open intervals touching do not overlap.
-    events.sort()
-    peak = live = 0
-    for _time, delta in events:
-        live += delta
-        peak = max(peak, live)
-    return peak
+    owners, starts, ends = _live_events(problem, indices)
+    if not len(owners):
+        return 0
+    sizes = np.fromiter(
+        (problem.buffers[i].size_bytes for i in owners.tolist()), dtype=np.int64, count=len(owners)
+    )
+    times = np.concatenate([starts, ends])
+    deltas = np.concatenate([sizes, -sizes])
+    # Ends sort before starts at the same time: half-open intervals that touch do not overlap.
+    order = np.lexsort((deltas, times))
+    return max(0, int(np.cumsum(deltas[order]).max()))
 
 
 def lower_bound(problem: Problem, members: list[int] | None = None) -> int:
     """A lower bound on the memory `members` (default: all buffers) need in one pool: the
-    weight of a clique of the conflict graph. For interval lifetimes this is the peak of live
-    bytes, which is the maximum clique; explicit conflicts add greedily grown cliques, so the
-    bound stays valid for general conflict graphs."""
+    weight of a clique of the conflict graph (interval overlaps and explicit conflicts). For
+    interval lifetimes alone this is the peak of live bytes, which is the maximum clique.
+    Explicit conflicts add greedily grown cliques through them (for up to
+    CLIQUE_SEARCH_LIMIT such buffers), so the bound stays valid, though not always tight, on
+    general conflict graphs."""
     indices = list(range(len(problem.buffers))) if members is None else list(members)
     bound = peak_live_bytes(problem, indices)
     bound = max(bound, max((problem.buffers[i].size_bytes for i in indices), default=0))
-    if not any(problem.buffers[i].conflicts for i in indices):
+    seeds = [i for i in indices if problem.buffers[i].conflicts]
+    if not seeds or len(seeds) > CLIQUE_SEARCH_LIMIT:
         return bound
     member_set = set(indices)
-    neighbours = conflict_lists(problem)
+    neighbours = _member_neighbours(problem, indices, set(seeds))
     sizes = [b.size_bytes for b in problem.buffers]
-    for seed in indices:
-        if not problem.buffers[seed].conflicts:
-            continue
+    for seed in seeds:
         clique = [seed]
         weight = sizes[seed]
-        candidates = sorted(
-            (n for n in neighbours[seed] if n in member_set), key=lambda n: (-sizes[n], n)
-        )
-        candidate_set = set(candidates)
-        for candidate in candidates:
-            if candidate in candidate_set and all(
-                candidate in neighbour_set
-                for neighbour_set in (set(neighbours[m]) for m in clique[1:])
-            ):
+        common = neighbours[seed] & member_set
+        for candidate in sorted(common, key=lambda n: (-sizes[n], n)):
+            if candidate in common:
                 clique.append(candidate)
                 weight += sizes[candidate]
+                common &= neighbours.get(candidate, set())
         bound = max(bound, weight)
     return bound
+
+
+def _member_neighbours(
+    problem: Problem, members: list[int], seeds: set[int]
+) -> dict[int, set[int]]:
+    """Neighbour sets within `members`, for the seeds and the members that conflict with a
+    seed. Builds only the part of the graph the clique search may walk."""
+    explicit: dict[int, set[int]] = {}
+    member_set = set(members)
+    for index in members:
+        for other in problem.buffers[index].conflicts:
+            if other != index and other in member_set:
+                explicit.setdefault(index, set()).add(other)
+                explicit.setdefault(other, set()).add(index)
+    owners, starts, ends = _live_events(problem, members)
+    order = np.argsort(starts, kind="stable")
+    sorted_starts = starts[order]
+
+    def interval_neighbours(index: int) -> set[int]:
+        found: set[int] = set()
+        for item in np.flatnonzero(owners == index).tolist():
+            reach = int(np.searchsorted(sorted_starts, ends[item], "left"))
+            candidates = order[:reach]
+            hits = owners[candidates[ends[candidates] > starts[item]]]
+            found.update(hits.tolist())
+        found.discard(index)
+        return found
+
+    result: dict[int, set[int]] = {}
+    for seed in sorted(seeds):
+        result[seed] = interval_neighbours(seed) | explicit.get(seed, set())
+    for seed in sorted(seeds):
+        for other in sorted(result[seed]):
+            if other not in result:
+                result[other] = interval_neighbours(other) | explicit.get(other, set())
+    return result
 
 
 def align_up(value: int, alignment: int) -> int:

@@ -1,0 +1,141 @@
+"""Property tests: on random problems every algorithm's plan is valid, never below the lower
+bound, respects candidate-pool order and capacities, and `auto` is never worse than a single
+heuristic."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from usmp_dialect.planning import PlanningError, PlanOptions, solve
+from usmp_dialect.planning._core import prepare
+from usmp_dialect.planning.greedy import pool_sizes_array
+from usmp_dialect.planning.problem import (
+    Buffer,
+    Plan,
+    Pool,
+    Problem,
+    conflict_lists,
+    lower_bound,
+    validate,
+)
+
+GREEDY_FAMILY = ("greedy_first_fit", "greedy_best_fit", "portfolio", "local_search")
+ALL = (*GREEDY_FAMILY, "exact", "auto")
+OPTIONS = PlanOptions(time_limit_s=2.0, seed=1)
+QUICK = PlanOptions(time_limit_s=0.2, seed=1)
+"""For local_search, whose iterations only matter for quality, not for these properties."""
+
+
+@st.composite
+def problems(draw: st.DrawFn) -> Problem:
+    count = draw(st.integers(1, 9))
+    pool_count = draw(st.integers(1, 3))
+    interval_form = draw(st.booleans())
+    pools = tuple(
+        Pool(f"p{i}", draw(st.one_of(st.none(), st.integers(0, 160)))) for i in range(pool_count)
+    )
+    buffers = []
+    for index in range(count):
+        size = draw(st.integers(0, 40))
+        alignment = draw(st.sampled_from((1, 1, 2, 4, 8, 16)))
+        if interval_form:
+            live = []
+            for _ in range(draw(st.integers(1, 2))):
+                start = draw(st.integers(0, 10))
+                live.append((start, start + draw(st.integers(1, 5))))
+            conflicts: tuple[int, ...] = ()
+        else:
+            live = []
+            conflicts = tuple(
+                draw(st.lists(st.integers(0, count - 1), max_size=3)) if count > 1 else ()
+            )
+        candidates = draw(st.permutations(range(pool_count)))
+        candidates = candidates[: draw(st.integers(1, pool_count))]
+        buffers.append(
+            Buffer(f"b{index}", size, alignment, tuple(live), conflicts, tuple(candidates))
+        )
+    return Problem(tuple(buffers), pools)
+
+
+def fits_somewhere(
+    problem: Problem, plan: Plan, index: int, pool: int, neighbours: list[list[int]]
+) -> bool:
+    """Brute force: could buffer `index` sit in `pool` next to the plan's buffers there?"""
+    buffer = problem.buffers[index]
+    capacity = problem.pools[pool].capacity_bytes
+    taken = [
+        (plan.offsets[n], plan.offsets[n] + problem.buffers[n].size_bytes)
+        for n in neighbours[index]
+        if plan.pools[n] == pool and problem.buffers[n].size_bytes
+    ]
+    for start in [0] + [end for _low, end in taken]:
+        offset = -(-start // buffer.alignment) * buffer.alignment
+        end = offset + buffer.size_bytes
+        if (capacity is None or end <= capacity) and all(
+            end <= low or high <= offset for low, high in taken
+        ):
+            return True
+    return False
+
+
+def spills_only_when_needed(problem: Problem, plan: Plan) -> bool:
+    """Every buffer placed in a later candidate pool cannot fit in an earlier one next to the
+    buffers the final plan keeps there (greedy plans only grow, so this held when it was
+    placed)."""
+    neighbours = conflict_lists(problem)
+    for index, buffer in enumerate(problem.buffers):
+        chosen = buffer.pools.index(plan.pools[index])
+        if buffer.size_bytes and any(
+            fits_somewhere(problem, plan, index, earlier, neighbours)
+            for earlier in buffer.pools[:chosen]
+        ):
+            return False
+    return True
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(problems())
+def test_every_algorithm_gives_a_valid_plan_no_better_than_the_bound(problem: Problem) -> None:
+    totals: dict[str, int] = {}
+    for algorithm in ALL:
+        try:
+            result = solve(problem, algorithm, QUICK if algorithm == "local_search" else OPTIONS)
+        except PlanningError as error:
+            assert "invalid plan" not in str(error)
+            continue
+        plan = result.plan
+        assert validate(problem, plan) == []
+        for pool, size in enumerate(result.pool_sizes):
+            members = [i for i, p in enumerate(plan.pools) if p == pool]
+            assert size >= lower_bound(problem, members)
+            capacity = problem.pools[pool].capacity_bytes
+            assert capacity is None or size <= capacity
+        if algorithm in GREEDY_FAMILY:
+            assert spills_only_when_needed(problem, plan)
+        totals[algorithm] = sum(result.pool_sizes)
+    if "auto" in totals:
+        assert all(totals["auto"] <= totals[a] for a in GREEDY_FAMILY if a in totals)
+    # Whatever a heuristic can plan, auto can plan too.
+    if any(a in totals for a in GREEDY_FAMILY):
+        assert "auto" in totals
+
+
+@settings(max_examples=20, deadline=None)
+@given(problems())
+def test_exact_never_loses_to_the_portfolio_and_its_proofs_hold(problem: Problem) -> None:
+    try:
+        portfolio = solve(problem, "portfolio", OPTIONS)
+    except PlanningError:
+        return
+    exact = solve(problem, "exact", OPTIONS)
+    assert sum(exact.pool_sizes) <= sum(portfolio.pool_sizes)
+    if exact.proven_optimal and all(len(b.pools) == 1 for b in problem.buffers):
+        # Nothing cheaper than a proven optimum: local search cannot beat it either.
+        search = solve(problem, "local_search", QUICK)
+        assert sum(search.pool_sizes) >= sum(exact.pool_sizes)
+    sizes = pool_sizes_array(
+        prepare(problem), np.array(exact.plan.pools), np.array(exact.plan.offsets)
+    )
+    assert tuple(int(s) for s in sizes) == exact.pool_sizes

@@ -1,0 +1,62 @@
+"""`auto`, the default planner: the greedy portfolio, then a proof search.
+
+1. Run the greedy portfolio (fast; on real networks usually at or within 1 % of the bound)
+   for at most PORTFOLIO_SHARE of the time limit, though always at least the variants of
+   `greedy_first_fit` and `greedy_best_fit`, so `auto` is never worse than either (on
+   problems of tens of thousands of buffers those two passes alone may exceed the limit).
+2. Stop when every pool is at its lower bound: the plan is then proven optimal.
+3. Otherwise spend the rest of options.time_limit_s on the exact branch and bound, which
+   stops as soon as it reaches the bound (or proves the best plan optimal). Problems too large
+   for it get the order-perturbing local search instead.
+
+When no greedy variant fits the pools' capacities and the pool choice is forced, the exact
+search is run at the capacity itself (MiniMalloc's decision problem).
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from usmp_dialect.planning import AlgorithmResult, PlanOptions
+from usmp_dialect.planning._core import Instance, prepare
+from usmp_dialect.planning.exact import exact_applicable, exact_from
+from usmp_dialect.planning.greedy import best_of_portfolio, diagnose_no_fit, to_plan
+from usmp_dialect.planning.local_search import improve
+from usmp_dialect.planning.problem import Problem, lower_bound
+
+PORTFOLIO_SHARE = 0.4
+
+
+def at_lower_bound(instance: Instance, pools: np.ndarray, offsets: np.ndarray) -> bool:
+    tops = offsets + instance.sizes
+    for pool in range(len(instance.capacities)):
+        members = np.flatnonzero(pools == pool)
+        if len(members) and int(tops[members].max()) > lower_bound(
+            instance.problem, members.tolist()
+        ):
+            return False
+    return True
+
+
+def auto(problem: Problem, options: PlanOptions) -> AlgorithmResult:
+    """Portfolio, then exact search (or local search on huge problems) until the lower bound
+    or the time limit."""
+    started = time.perf_counter()
+    deadline = started + options.time_limit_s
+    instance = prepare(problem)
+    # The portfolio gets at most PORTFOLIO_SHARE of the time (at least one variant runs).
+    best = best_of_portfolio(instance, deadline=started + PORTFOLIO_SHARE * options.time_limit_s)
+    forced = all(len(pools) == 1 for pools in instance.candidate_pools)
+    if best is None:
+        if forced and exact_applicable(instance):
+            return exact_from(instance, None, deadline, options)
+        raise diagnose_no_fit(instance)
+    if at_lower_bound(instance, best.pools, best.offsets):
+        return AlgorithmResult(to_plan(best.pools, best.offsets), exhausted=True)
+    if exact_applicable(instance):
+        return exact_from(instance, best, deadline, options)
+    if options.progress:
+        options.progress("auto: problem too large for the exact search, local search")
+    return AlgorithmResult(to_plan(*improve(instance, best, deadline, options.seed)))

@@ -1,0 +1,571 @@
+"""An exact branch and bound in the spirit of MiniMalloc (Moffitt, ASPLOS '23).
+
+At heart a decision procedure: can every buffer of one pool be placed under capacity C?
+
+* Each buffer is placed at its *minimum viable offset*: the highest (aligned) top among the
+  already-placed buffers it conflicts with. Any packing can be compacted so that every buffer
+  rests on such a top, so this loses no solution.
+* Canonical search: offsets never decrease along a search path, and buffers placed at the same
+  offset go in preorder. Every compacted packing has exactly one such sequence.
+* Dominance: never place a buffer at or above min(mvo + size) over the unplaced buffers (that
+  buffer could drop into the gap left below), which also kills nodes where some unplaced buffer
+  can no longer be placed canonically.
+* Inference per section (a maximal time span over which the live set does not change, or for
+  explicit conflicts an edge): its unplaced buffers all conflict with each other and lie above
+  max(floor, current offset), so `max(floor, offset) + unplaced bytes <= C` must hold; more
+  strongly, for every t, the unplaced buffers of a section whose minimum offset is >= t must
+  fit in [t, C). Only the sections touched by the last placement are re-checked.
+* Several static preorders are run round-robin under a node limit that doubles (restarts), as
+  MiniMalloc does; independent time partitions are solved separately.
+
+`exact` minimises the pools' sizes by probing capacities between the lower bound and the best
+plan known (the greedy portfolio's), within the time limit; it reports the space exhausted
+only when the optimum is proven.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from itertools import pairwise
+
+import numpy as np
+
+from usmp_dialect.planning import AlgorithmResult, PlanOptions
+from usmp_dialect.planning._core import INT, UNBOUNDED, Instance, prepare
+from usmp_dialect.planning.greedy import GreedyPlan, best_of_portfolio, diagnose_no_fit
+from usmp_dialect.planning.problem import Plan, PlanningError, Problem, lower_bound
+
+EXACT_BUFFER_LIMIT = 4_000
+"""Pools with more buffers than this are not searched (the greedy plan is kept)."""
+
+EXACT_EDGE_LIMIT = 3_000_000
+
+THRESHOLD_BITS = 41
+THRESHOLD_LIMIT = 1 << THRESHOLD_BITS
+"""Capacities below this use the threshold form of section inference (offsets are packed
+into a sort key next to the section index)."""
+
+PREORDERS = ("WAT", "TAW", "TWA")
+"""Static preorders, MiniMalloc's defaults: W = live width (time span), A = area (size x live
+length), T = largest section total the buffer is in (all descending, ties by index)."""
+
+
+class SearchTimeout(Exception):
+    pass
+
+
+class NodeLimit(Exception):
+    pass
+
+
+@dataclass
+class Subproblem:
+    """One pool's buffers (local indices) with everything the search reads."""
+
+    members: np.ndarray
+    """Global buffer indices."""
+    sizes: np.ndarray
+    alignments: np.ndarray
+    indptr: np.ndarray
+    indices: np.ndarray
+    """Conflicts between members, CSR over local indices."""
+    section_indptr: np.ndarray
+    section_indices: np.ndarray
+    """Per member, the sections (cliques) it belongs to."""
+    section_count: int
+    section_total: np.ndarray
+    """Per section, the total size of its members."""
+    preorder_keys: dict[str, np.ndarray]
+
+
+def build_subproblem(instance: Instance, members: np.ndarray) -> Subproblem:
+    count = len(members)
+    local = np.full(instance.count, -1, dtype=INT)
+    local[members] = np.arange(count, dtype=INT)
+    indptr_all, indices_all = instance.adjacency()
+    rows = []
+    for member in members.tolist():
+        row = local[indices_all[indptr_all[member] : indptr_all[member + 1]]]
+        rows.append(row[row >= 0])
+    indptr = np.zeros(count + 1, dtype=INT)
+    indptr[1:] = np.cumsum([len(r) for r in rows])
+    indices = np.concatenate(rows) if rows else np.empty(0, dtype=INT)
+    sizes = instance.sizes[members]
+
+    # Sections: elementary time spans of the members' intervals, plus one per explicit edge.
+    item_mask = local[instance.item_owner] >= 0
+    owners = local[instance.item_owner[item_mask]]
+    starts = instance.item_start[item_mask]
+    ends = instance.item_end[item_mask]
+    bounds = np.unique(np.concatenate([starts, ends]))
+    first = np.searchsorted(bounds, starts)
+    last = np.searchsorted(bounds, ends)
+    spans = last - first
+    sec_owner = np.repeat(owners, spans)
+    sec_index = np.arange(int(spans.sum()), dtype=INT) + np.repeat(
+        first - np.cumsum(spans) + spans, spans
+    )
+    section_count = max(0, len(bounds) - 1)
+    explicit_pairs = []
+    for member in members.tolist():
+        for other in instance.explicit_indices[
+            instance.explicit_indptr[member] : instance.explicit_indptr[member + 1]
+        ].tolist():
+            if member < other and local[other] >= 0:
+                explicit_pairs.append((int(local[member]), int(local[other])))
+    if explicit_pairs:
+        pairs = np.array(explicit_pairs, dtype=INT)
+        ids = section_count + np.arange(len(pairs), dtype=INT)
+        sec_owner = np.concatenate([sec_owner, pairs[:, 0], pairs[:, 1]])
+        sec_index = np.concatenate([sec_index, ids, ids])
+        section_count += len(pairs)
+    order = np.lexsort((sec_index, sec_owner))
+    sec_owner, sec_index = sec_owner[order], sec_index[order]
+    section_indptr = np.zeros(count + 1, dtype=INT)
+    section_indptr[1:] = np.cumsum(np.bincount(sec_owner, minlength=count))
+    section_total = np.zeros(section_count, dtype=INT)
+    np.add.at(section_total, sec_index, sizes[sec_owner])
+
+    largest_total = np.zeros(count, dtype=INT)
+    if len(sec_owner):
+        np.maximum.at(largest_total, sec_owner, section_total[sec_index])
+    spans_per_member = np.diff(section_indptr)
+    length = np.zeros(count, dtype=INT)
+    np.add.at(length, owners, ends - starts)
+    area = sizes.astype(np.float64) * np.maximum(length, 1).astype(np.float64)
+    first_start = np.full(count, np.iinfo(INT).max, dtype=INT)
+    last_end = np.zeros(count, dtype=INT)
+    np.minimum.at(first_start, owners, starts)
+    np.maximum.at(last_end, owners, ends)
+    width = np.where(last_end > 0, last_end - first_start, 0)
+    columns = {"T": largest_total, "C": spans_per_member, "A": area, "Z": sizes, "W": width}
+    index = np.arange(count)
+    keys = {}
+    for name in PREORDERS:
+        sort_keys = [index] + [-columns[letter] for letter in reversed(name)]
+        ranks = np.empty(count, dtype=INT)
+        ranks[np.lexsort(sort_keys)] = index
+        keys[name] = ranks
+    return Subproblem(
+        members=members,
+        sizes=sizes,
+        alignments=instance.alignments[members],
+        indptr=indptr,
+        indices=indices,
+        section_indptr=section_indptr,
+        section_indices=sec_index,
+        section_count=section_count,
+        section_total=section_total,
+        preorder_keys=keys,
+    )
+
+
+def partitions(sub: Subproblem) -> list[np.ndarray]:
+    """Connected components of the conflict graph (local indices), each sorted."""
+    count = len(sub.sizes)
+    label = np.full(count, -1, dtype=INT)
+    components = []
+    for root in range(count):
+        if label[root] >= 0:
+            continue
+        label[root] = root
+        stack = [root]
+        members = [root]
+        while stack:
+            node = stack.pop()
+            for other in sub.indices[sub.indptr[node] : sub.indptr[node + 1]].tolist():
+                if label[other] < 0:
+                    label[other] = root
+                    stack.append(other)
+                    members.append(other)
+        components.append(np.array(sorted(members), dtype=INT))
+    return components
+
+
+class Search:
+    """The decision search for one connected component at one capacity."""
+
+    def __init__(self, sub: Subproblem, component: np.ndarray, deadline: float) -> None:
+        self.sub = sub
+        self.component = component
+        self.deadline = deadline
+        self.nodes = 0
+        self.node_limit = 0
+        count = len(sub.sizes)
+        # Section membership as (section, buffer) pairs sorted by section, restricted to the
+        # sections of this component, for one reduceat per node.
+        owners = np.repeat(np.arange(count, dtype=INT), np.diff(sub.section_indptr))
+        inside = np.zeros(count, dtype=bool)
+        inside[component] = True
+        keep = inside[owners]
+        pair_sections, pair_owners = sub.section_indices[keep], owners[keep]
+        order = np.lexsort((pair_owners, pair_sections))
+        pair_sections, self.pair_owners = pair_sections[order], pair_owners[order]
+        self.sections, self.section_starts = np.unique(pair_sections, return_index=True)
+        self.section_starts = np.append(self.section_starts, len(self.pair_owners))
+        self.pair_section = np.searchsorted(self.sections, pair_sections).astype(INT)
+        local = np.full(sub.section_count, -1, dtype=INT)
+        local[self.sections] = np.arange(len(self.sections), dtype=INT)
+        self.member_sections: list[np.ndarray | slice] = [
+            local[sub.section_indices[sub.section_indptr[m] : sub.section_indptr[m + 1]]]
+            for m in range(count)
+        ]
+        # Dynamic decomposition needs each buffer's sections to be one contiguous run of
+        # time sections (one live interval, no explicit-conflict pseudo-sections).
+        self.first_section = np.zeros(count, dtype=INT)
+        self.end_section = np.zeros(count, dtype=INT)
+        self.decompose = True
+        for member in component.tolist():
+            run = self.member_sections[member]
+            if not len(run) or int(run[-1]) - int(run[0]) + 1 != len(run):
+                self.decompose = False
+                break
+            self.first_section[member] = run[0]
+            self.end_section[member] = run[-1] + 1
+        if self.decompose:
+            # Contiguous runs: slices update the section totals faster than index arrays.
+            self.member_sections = [
+                slice(int(self.first_section[m]), int(self.end_section[m])) for m in range(count)
+            ]
+
+    def run(self, capacity: int, preorder: str, node_limit: int) -> np.ndarray | None:
+        """Offsets (indexed like sub.sizes, valid on the component) or None when proven
+        infeasible; raises NodeLimit or SearchTimeout."""
+        sub = self.sub
+        count = len(sub.sizes)
+        self.capacity = capacity
+        self.rank = sub.preorder_keys[preorder]
+        self.unplaced = np.zeros(count, dtype=bool)
+        self.unplaced[self.component] = True
+        self.mvo = np.zeros(count, dtype=INT)
+        # mvo for unplaced buffers, UNBOUNDED for placed ones: the per-section minimum.
+        self.open_mvo = np.where(self.unplaced, 0, UNBOUNDED).astype(INT)
+        self.solution = np.zeros(count, dtype=INT)
+        self.total = np.zeros(len(self.sections), dtype=INT)
+        self.cuts = np.zeros(len(self.sections), dtype=INT)
+        for member in self.component.tolist():
+            self.total[self.member_sections[member]] += sub.sizes[member]
+            if self.decompose:
+                self.cuts[self.first_section[member] : self.end_section[member] - 1] += 1
+        if (self.total > capacity).any() or (sub.sizes[self.component] > capacity).any():
+            return None
+        self.aligned = bool((sub.alignments == 1).all())
+        self.neighbours = [sub.indices[sub.indptr[m] : sub.indptr[m + 1]] for m in range(count)]
+        self.nodes = 0
+        self.node_limit = node_limit
+        found = self._search(self.component, 0, len(self.sections), -1)
+        return self.solution.copy() if found else None
+
+    def _search(
+        self,
+        members: np.ndarray,
+        first: int,
+        end: int,
+        last_key: int,
+        changed: tuple[int, int] | None = None,
+    ) -> bool:
+        """Places the unplaced `members`, whose sections are [first, end), after the buffer of
+        canonical key `last_key` (offset x count + preorder rank). `changed` is the section
+        range whose floors or totals changed since the last check (None: all). The state is
+        restored on return; the offsets of a success are in self.solution."""
+        self.nodes += 1
+        if self.nodes > self.node_limit:
+            raise NodeLimit
+        if not self.nodes & 63 and time.perf_counter() > self.deadline:
+            raise SearchTimeout
+        sub = self.sub
+        capacity = self.capacity
+        unplaced = members[self.unplaced[members]]
+        if not len(unplaced):
+            return True
+        mvo = self.mvo[unplaced]
+        heights = mvo + sub.sizes[unplaced]
+        if np.maximum.reduce(heights) > capacity:
+            return False
+        count = len(sub.sizes)
+        # Section inference: the unplaced buffers of a section conflict with each other and
+        # all go at or above both the lowest of their minimum offsets and the last offset.
+        # The last-offset half holds by construction (candidates are chosen below
+        # capacity - fullest section); the lowest-offset half can only have changed in the
+        # sections of the buffers just placed or raised.
+        low, high = (
+            (first, end) if changed is None else (max(first, changed[0]), min(end, changed[1]))
+        )
+        if low < high:
+            pair_first = self.section_starts[low]
+            lowest = np.minimum.reduceat(
+                self.open_mvo[self.pair_owners[pair_first : self.section_starts[high]]],
+                self.section_starts[low:high] - pair_first,
+            )
+            if np.logical_or.reduce(np.minimum(lowest, capacity) + self.total[low:high] > capacity):
+                return False
+            if capacity < THRESHOLD_LIMIT and not self._thresholds_fit(
+                pair_first, int(self.section_starts[high])
+            ):
+                return False
+        total = self.total[first:end]
+        # Candidates: canonical (key above the last one), below every unplaced buffer's
+        # minimum top (dominance), and low enough for the fullest section.
+        limit = min(int(np.minimum.reduce(heights)), capacity - int(np.maximum.reduce(total)) + 1)
+        keys = mvo * count + self.rank[unplaced]
+        eligible = (keys > last_key) & (mvo < limit)
+        keys = keys[eligible]
+        if not len(keys):
+            return False
+        chosen = unplaced[eligible]
+        order = np.argsort(keys)
+        for candidate, key in zip(chosen[order].tolist(), keys[order].tolist(), strict=True):
+            offset = key // count
+            size = int(sub.sizes[candidate])
+            height = offset + size
+            self.unplaced[candidate] = False
+            self.open_mvo[candidate] = UNBOUNDED
+            self.solution[candidate] = offset
+            neighbours = self.neighbours[candidate]
+            neighbours = neighbours[self.unplaced[neighbours]]
+            old_mvo = self.mvo[neighbours]
+            if self.aligned:
+                raised = np.maximum(old_mvo, height)
+            else:
+                alignments = sub.alignments[neighbours]
+                raised = np.maximum(old_mvo, -(-height // alignments) * alignments)
+            moved = raised != old_mvo
+            hatless = not np.logical_or.reduce(moved)
+            self.mvo[neighbours] = raised
+            self.open_mvo[neighbours] = raised
+            sections = self.member_sections[candidate]
+            self.total[sections] -= size
+            changed = None
+            if self.decompose:
+                low = int(self.first_section[candidate])
+                high = int(self.end_section[candidate])
+                if not hatless:
+                    raised_buffers = neighbours[moved]
+                    low = min(low, int(np.minimum.reduce(self.first_section[raised_buffers])))
+                    high = max(high, int(np.maximum.reduce(self.end_section[raised_buffers])))
+                changed = (low, high)
+            found = self._place_rest(members, first, end, candidate, key, changed)
+            self.total[sections] += size
+            self.mvo[neighbours] = old_mvo
+            self.open_mvo[neighbours] = old_mvo
+            self.open_mvo[candidate] = offset
+            self.unplaced[candidate] = True
+            if found:
+                return True
+            if hatless:
+                # Nothing rests on this buffer: placing others first cannot help (MiniMalloc's
+                # hatless pruning).
+                break
+        return False
+
+    def _thresholds_fit(self, pair_first: int, pair_end: int) -> bool:
+        """The stronger form of section inference: in a section, the unplaced buffers whose
+        minimum offset is at least t all lie in [t, capacity), so for every t their sizes must
+        add up to at most capacity - t (the basic check is t = the lowest minimum offset)."""
+        owners = self.pair_owners[pair_first:pair_end]
+        values = self.open_mvo[owners]
+        open_pairs = values < UNBOUNDED
+        owners, values = owners[open_pairs], values[open_pairs]
+        if len(owners) < 2:
+            return True
+        sections = self.pair_section[pair_first:pair_end][open_pairs]
+        # Section ascending, minimum offset descending.
+        order = np.argsort((sections << THRESHOLD_BITS) | (THRESHOLD_LIMIT - 1 - values))
+        values, sections = values[order], sections[order]
+        sizes = self.sub.sizes[owners[order]]
+        sums = np.cumsum(sizes)
+        firsts = np.flatnonzero(np.concatenate(([True], sections[1:] != sections[:-1])))
+        before = np.repeat(sums[firsts] - sizes[firsts], np.diff(np.append(firsts, len(sums))))
+        return not np.logical_or.reduce(values + sums - before > self.capacity)
+
+    def _place_rest(
+        self,
+        members: np.ndarray,
+        first: int,
+        end: int,
+        placed: int,
+        key: int,
+        changed: tuple[int, int] | None,
+    ) -> bool:
+        """Continues after placing `placed`; splits the rest into independent parts when no
+        unplaced buffer crosses some section boundary any more."""
+        if not self.decompose:
+            return self._search(members, first, end, key, changed)
+        low = int(self.first_section[placed])
+        high = int(self.end_section[placed]) - 1
+        if high <= low:
+            return self._search(members, first, end, key, changed)
+        crossing = self.cuts[low:high]
+        crossing -= 1
+        try:
+            if np.minimum.reduce(crossing) > 0:
+                return self._search(members, first, end, key, changed)
+            freed = np.flatnonzero(crossing == 0)
+            points = [first, *(low + freed + 1).tolist(), end]
+            rest = members[self.unplaced[members]]
+            starts, ends = self.first_section[rest], self.end_section[rest]
+            for part_first, part_end in pairwise(points):
+                part = rest[(starts < part_end) & (ends > part_first)]
+                if len(part) and not self._search(part, part_first, part_end, -1, changed):
+                    return False
+            return True
+        finally:
+            crossing += 1
+
+
+def decide(
+    sub: Subproblem,
+    components: list[np.ndarray],
+    capacity: int,
+    deadline: float,
+) -> tuple[str, np.ndarray | None]:
+    """('found', offsets) / ('infeasible', None) / ('timeout', None) for the whole pool."""
+    offsets = np.zeros(len(sub.sizes), dtype=INT)
+    for component in components:
+        if len(component) == 1:
+            if sub.sizes[component[0]] > capacity:
+                return "infeasible", None
+            continue
+        search = Search(sub, component, deadline)
+        limit = 2 * len(component)
+        result: np.ndarray | None = None
+        settled = False
+        while not settled:
+            limit *= 2
+            for preorder in PREORDERS:
+                try:
+                    result = search.run(capacity, preorder, limit)
+                except NodeLimit:
+                    continue
+                except SearchTimeout:
+                    return "timeout", None
+                settled = True
+                break
+        if result is None:
+            return "infeasible", None
+        offsets[component] = result[component]
+    return "found", offsets
+
+
+def minimise_pool(
+    instance: Instance,
+    members: np.ndarray,
+    offsets: np.ndarray | None,
+    capacity: int,
+    deadline: float,
+    progress: Callable[[str], None] | None,
+) -> tuple[np.ndarray | None, bool]:
+    """Improves the offsets of one pool's members (None: no known plan fits). Returns the
+    best offsets found (global array slice order = members) and whether they are optimal."""
+    sub = build_subproblem(instance, members)
+    bound = lower_bound(instance.problem, members.tolist())
+    components = partitions(sub)
+    best = offsets
+    best_peak = int((offsets + sub.sizes).max()) if offsets is not None and len(members) else None
+    if best_peak is not None and best_peak <= bound:
+        return best, True
+    low = bound  # every capacity below `low` is proven infeasible
+    high = best_peak if best_peak is not None else min(capacity + 1, int(UNBOUNDED))
+    unknown_above = low - 1  # probes at or below this timed out
+    probe = capacity if best_peak is None else low
+    while low < high and time.perf_counter() < deadline:
+        remaining = deadline - time.perf_counter()
+        # The first probe, at the bound, gets most of the time: on real networks the bound
+        # is usually reachable. Later probes bisect with half of what is left.
+        if probe >= high - 1 or best_peak is None:
+            share = remaining
+        elif probe == bound:
+            share = remaining * 0.75
+        else:
+            share = remaining / 2
+        if progress:
+            progress(f"exact: probing capacity {probe} (bounds [{low}, {high}])")
+        status, found = decide(sub, components, probe, time.perf_counter() + share)
+        if status == "found":
+            assert found is not None
+            peak = int((found + sub.sizes).max())
+            best, best_peak, high = found, peak, peak
+        elif status == "infeasible":
+            low = probe + 1
+            if best_peak is None and probe >= capacity:
+                return None, True
+        else:
+            unknown_above = max(unknown_above, probe)
+        if low >= high:
+            break
+        start = max(low, unknown_above + 1)
+        if start >= high:
+            break
+        probe = (start + high - 1) // 2
+    return best, best_peak is not None and low >= best_peak
+
+
+def exact_applicable(instance: Instance) -> bool:
+    """Whether the exact search may run: small enough to build the conflict graph."""
+    return instance.count <= EXACT_BUFFER_LIMIT and instance.estimated_edges() <= EXACT_EDGE_LIMIT
+
+
+def exact(problem: Problem, options: PlanOptions) -> AlgorithmResult:
+    """Branch and bound (see the module docstring) from the greedy portfolio's plan."""
+    deadline = time.perf_counter() + options.time_limit_s
+    instance = prepare(problem)
+    start = best_of_portfolio(instance, deadline=deadline)
+    return exact_from(instance, start, deadline, options)
+
+
+def exact_from(
+    instance: Instance,
+    start: GreedyPlan | None,
+    deadline: float,
+    options: PlanOptions,
+) -> AlgorithmResult:
+    """Improves `start` (pools, offsets) pool by pool; with no start, searches each pool at
+    its capacity with the pool choice of the first candidates."""
+    problem = instance.problem
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 4 * instance.count + 1000))
+    forced = all(len(pools) == 1 for pools in instance.candidate_pools)
+    if start is None:
+        if not forced:
+            # Several candidate pools and no greedy fit: report the greedy's diagnosis.
+            raise diagnose_no_fit(instance)
+        pools = np.array([p[0] for p in instance.candidate_pools], dtype=INT)
+        offsets = None
+    else:
+        pools, offsets = start.pools, start.offsets.copy()
+    result_offsets = np.zeros(instance.count, dtype=INT) if offsets is None else offsets
+    proven = True
+    for pool in range(len(problem.pools)):
+        members = np.flatnonzero((pools == pool) & (instance.sizes > 0))
+        if not len(members):
+            continue
+        if not exact_applicable(instance):
+            if offsets is None:
+                raise PlanningError("the problem is too large for the exact search")
+            proven = False
+            continue
+        capacity = int(instance.capacities[pool])
+        found, optimal = minimise_pool(
+            instance,
+            members,
+            None if offsets is None else offsets[members],
+            capacity,
+            deadline,
+            options.progress,
+        )
+        if found is None:
+            if optimal:
+                raise PlanningError(
+                    f"the buffers of pool '{problem.pools[pool].name}' cannot fit its "
+                    f"capacity of {capacity} bytes (proven by exhaustive search)"
+                )
+            raise PlanningError(
+                f"no plan found within the capacity of pool '{problem.pools[pool].name}' "
+                f"({capacity} bytes) before the time limit"
+            )
+        result_offsets[members] = found
+        proven = proven and optimal
+    plan = Plan(pools=tuple(int(p) for p in pools), offsets=tuple(int(o) for o in result_offsets))
+    return AlgorithmResult(plan, exhausted=proven and forced)
