@@ -15,7 +15,13 @@ usmp-plan{algorithm=auto entry=main report="plan.json" svg="map.svg" time-limit=
 * Writes `pool` and `offset` onto every planned allocation and `size_bytes` onto every pool
   (0 for a pool nothing was placed in). Allocations in functions the entry never reaches are
   not planned. A program with nothing to plan (e.g. already converted) keeps its pool sizes.
-* `report=` writes the JSON plan of SPEC §8, `svg=` a memory map (see `plan_report`).
+* `report=` writes the JSON plan of SPEC §8, `svg=` a memory map (see `plan_report`); under
+  `usmp-opt` both are written only once the whole run succeeded (`write_output_file`).
+* A search stopped by `time-limit` returns its best valid plan; the pass then says on stderr
+  that the plan is not proven optimal (and the report has `"proven_optimal": false`).
+
+Options are checked when the pass is built: `time-limit` must be a positive number of seconds
+and `seed` a non-negative integer.
 
 Errors are diagnostics on the op at fault: an unknown algorithm, a buffer larger than every
 candidate pool, buffers pinned to one pool that exceed it while live together, a read/write
@@ -25,6 +31,8 @@ analysis rejects (missing entry, unknown callee, recursion, escaping buffers, dy
 
 from __future__ import annotations
 
+import math
+import sys
 from dataclasses import dataclass
 from typing import NoReturn
 
@@ -43,6 +51,34 @@ from usmp_dialect.planning.problem import Buffer, PlanResult, Pool, Problem, Pro
 
 def _fail(op: Operation, message: str) -> NoReturn:
     op.emit_error(message, PassFailedException(message))
+
+
+def check_plan_options(time_limit: float, seed: int) -> None:
+    """Raises `ValueError` (reported as a bad `-p` by the drivers) for unusable options."""
+    # `true` passes xDSL's type check for numbers (a bool is an int); it is no duration.
+    if isinstance(time_limit, bool) or math.isnan(time_limit) or time_limit <= 0:
+        shown = str(time_limit).lower() if isinstance(time_limit, bool) else time_limit
+        raise ValueError(f"time-limit must be a positive number of seconds, not {shown}")
+    if isinstance(seed, bool) or seed < 0:
+        shown = str(seed).lower() if isinstance(seed, bool) else seed
+        raise ValueError(f"seed must be a non-negative integer, not {shown}")
+
+
+def not_optimal_note(problem: Problem, result: PlanResult, time_limit_s: float) -> str | None:
+    """The stderr note for a search the time limit stopped before it proved its plan optimal."""
+    if result.proven_optimal or result.time_s < time_limit_s:
+        return None
+    pools = ", ".join(
+        f"@{pool.name} {size} bytes (lower bound {bound})"
+        for pool, size, bound in zip(
+            problem.pools, result.pool_sizes, result.lower_bounds, strict=True
+        )
+        if size
+    )
+    return (
+        f"usmp-plan: note: time limit {time_limit_s:g} s reached: the plan is valid but not "
+        f"proven optimal: {pools}"
+    )
 
 
 def build_problem(analysis: BufferAnalysis, pools: list[PoolOpBase]) -> Problem:
@@ -182,9 +218,15 @@ class UsmpPlanPass(ModulePass):
     time_limit: int | float = 10.0
     seed: int = 0
 
+    def __post_init__(self) -> None:
+        check_plan_options(self.time_limit, self.seed)
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         options = PlanOptions(time_limit_s=self.time_limit, seed=self.seed)
         analysis, problem, result = plan_module(ctx, op, self.entry, self.algorithm, options)
+        note = not_optimal_note(problem, result, self.time_limit)
+        if note is not None:
+            print(note, file=sys.stderr)
         if self.report is None and self.svg is None:
             return
         from usmp_dialect.passes.plan_report import memory_map_svg, plan_report, write_text
@@ -192,6 +234,6 @@ class UsmpPlanPass(ModulePass):
         pools = list(module_pools(op))
         if self.report is not None:
             text = plan_report(analysis, problem, result, pools)
-            write_text(op, self.report, text)
+            write_text(op, self.report, text, "report")
         if self.svg is not None:
-            write_text(op, self.svg, memory_map_svg(analysis, problem, result))
+            write_text(op, self.svg, memory_map_svg(analysis, problem, result), "svg")

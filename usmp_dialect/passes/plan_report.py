@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 from html import escape
-from pathlib import Path
 from typing import NoReturn
 
 from xdsl.ir import Operation
@@ -18,17 +17,17 @@ from xdsl.utils.exceptions import PassFailedException
 from usmp_dialect.analysis.buffer_info import BufferAnalysis, conflict_names
 from usmp_dialect.dialects.pool import PoolOpBase
 from usmp_dialect.planning.problem import PlanResult, Problem
+from usmp_dialect.tools.output_file import OutputFileError, write_output_file
 
 
-def write_text(op: Operation, path: str, text: str) -> None:
-    """Writes an output file; an unwritable path is a diagnostic, not a traceback."""
+def write_text(op: Operation, path: str, text: str, option: str) -> None:
+    """Writes the output file of pass option `option` atomically (under `usmp-opt`: once the run
+    succeeded); an unwritable path (e.g. a missing directory, which is not created) is a
+    diagnostic naming the option, not a traceback."""
     try:
-        target = Path(path)
-        if target.parent != Path():
-            target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(text)
-    except OSError as error:
-        _fail(op, f"cannot write '{path}': {error.strerror or error}")
+        write_output_file(path, text, option)
+    except OutputFileError as error:
+        _fail(op, str(error))
 
 
 def _fail(op: Operation, message: str) -> NoReturn:
@@ -72,6 +71,7 @@ def plan_report(
         "entry": analysis.entry,
         "memory_pressure_bytes": analysis.memory_pressure_bytes,
         "plan_time_s": round(result.time_s, 6),
+        "proven_optimal": result.proven_optimal,
     }
     lines = [json.dumps(head)[:-1] + ","]
     lines.append(' "pools": [')

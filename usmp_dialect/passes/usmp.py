@@ -20,7 +20,7 @@ from xdsl.passes import ModulePass
 
 from usmp_dialect.passes.convert_to_pool_offsets import UsmpConvertToPoolOffsetsPass
 from usmp_dialect.passes.create_io_allocates import UsmpCreateIoAllocatesPass
-from usmp_dialect.passes.plan import UsmpPlanPass
+from usmp_dialect.passes.plan import UsmpPlanPass, check_plan_options
 
 
 @dataclass(frozen=True)
@@ -36,6 +36,9 @@ class UsmpPass(ModulePass):
     seed: int = 0
     report: str | None = None
     svg: str | None = None
+
+    def __post_init__(self) -> None:
+        check_plan_options(self.time_limit, self.seed)
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if self.workspace_io:

@@ -1,7 +1,59 @@
-"""Writing a command's output file only once the whole output is known."""
+"""Output files that appear only when a run succeeds, complete or not at all.
 
+* `write_text_atomically` replaces a file through a temporary file: readers see the old file or
+  the whole new one, never a prefix.
+* `check_writable` fails early, before any work, for the usual mistakes (missing directory, a
+  directory given as the file, a read-only file or directory).
+* `write_output_file` is what passes call for their side outputs (`usmp-plan{report= svg=}`).
+  Inside `deferring_output_files()` (the `usmp-opt` driver uses it) the text is only checked and
+  held back; the driver writes everything with `DeferredOutputFiles.commit` once the whole run
+  succeeded, so a later failing pass or target leaves no report behind. Outside it (a stock
+  `xdsl-opt`, the API) the file is written atomically at once.
+"""
+
+from __future__ import annotations
+
+import errno
 import os
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+
+class OutputFileError(Exception):
+    """An output file that cannot be written; the message is one line naming it."""
+
+    def __init__(self, path: str, error: OSError, option: str | None = None) -> None:
+        self.path = path
+        reason = error.strerror or str(error)
+        what = f"{option}='{path}'" if option else f"output file '{path}'"
+        super().__init__(f"cannot write {what}: {reason}")
+
+
+def _os_error(code: int, path: str) -> OSError:
+    return OSError(code, os.strerror(code), path)
+
+
+def check_writable(path: str) -> None:
+    """Raises `OSError` (with `strerror`) when `path` certainly cannot be written as a file."""
+    if not path:
+        raise _os_error(errno.ENOENT, path)
+    if os.path.isdir(path):
+        raise _os_error(errno.EISDIR, path)
+    if os.path.exists(path) and not os.path.isfile(path):
+        if not os.access(path, os.W_OK):  # a device or pipe is written in place
+            raise _os_error(errno.EACCES, path)
+        return
+    destination = os.path.realpath(path)
+    if os.path.exists(destination) and not os.access(destination, os.W_OK):
+        raise _os_error(errno.EACCES, path)  # a read-only file stays read-only
+    directory = os.path.dirname(destination) or os.curdir
+    if not os.path.exists(directory):
+        raise _os_error(errno.ENOENT, path)
+    if not os.path.isdir(directory):
+        raise _os_error(errno.ENOTDIR, path)
+    if not os.access(directory, os.W_OK | os.X_OK):
+        raise _os_error(errno.EACCES, path)
 
 
 def write_text_atomically(path: str, text: str) -> None:
@@ -11,6 +63,8 @@ def write_text_atomically(path: str, text: str) -> None:
     anything else (`/dev/stdout`, a pipe) is written in place. Raises `OSError`.
     """
     if os.path.exists(path) and not os.path.isfile(path):
+        if os.path.isdir(path):
+            raise _os_error(errno.EISDIR, path)
         with open(path, "w") as stream:
             stream.write(text)
         return
@@ -32,3 +86,54 @@ def write_text_atomically(path: str, text: str) -> None:
     except BaseException:
         os.unlink(temporary)
         raise
+
+
+class DeferredOutputFiles:
+    """Output files held back until the run succeeded (the last text given for a path wins)."""
+
+    def __init__(self) -> None:
+        self._texts: dict[str, tuple[str, str | None]] = {}
+
+    def add(self, path: str, text: str, option: str | None) -> None:
+        self._texts.pop(path, None)
+        self._texts[path] = (text, option)
+
+    def commit(self) -> None:
+        """Writes every held file atomically, in the order given; raises `OutputFileError`."""
+        texts, self._texts = self._texts, {}
+        for path, (text, option) in texts.items():
+            try:
+                write_text_atomically(path, text)
+            except OSError as error:
+                raise OutputFileError(path, error, option) from None
+
+
+_deferred: DeferredOutputFiles | None = None
+
+
+@contextmanager
+def deferring_output_files() -> Iterator[DeferredOutputFiles]:
+    """Within this block `write_output_file` only checks and holds files; commit them at the end
+    of a successful run (leaving the block without committing discards them)."""
+    global _deferred
+    previous, _deferred = _deferred, DeferredOutputFiles()
+    try:
+        yield _deferred
+    finally:
+        _deferred = previous
+
+
+def write_output_file(path: str, text: str, option: str | None = None) -> None:
+    """Writes (or, inside `deferring_output_files`, checks and holds) a side output file.
+
+    Raises `OutputFileError`, whose one-line message names the file by the pass `option` that
+    gave it (`report='out/plan.json'`) or as an output file.
+    """
+    try:
+        check_writable(path)
+        if _deferred is not None:
+            _deferred.add(path, text, option)
+        else:
+            write_text_atomically(path, text)
+    except OSError as error:
+        raise OutputFileError(path, error, option) from None

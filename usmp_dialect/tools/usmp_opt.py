@@ -8,10 +8,15 @@ would fail. This class only overrides `xDSLOptMain`'s hooks:
 * `setup_pipeline` (run once the arguments are parsed) checks the pool flags, the pass pipeline
   and the target options;
 * `apply_passes` declares the flags' pools at the start of each module before the passes run;
-* `prepare_input`, `prepare_output` and `run` report unreadable input, parse errors and
-  verifier or pass failures as `usmp-opt: error: ...` with exit code 1, and write `-o` only
-  once everything succeeded. `--verify-diagnostics` / `--parsing-diagnostics` keep xDSL's
-  behaviour (the diagnostic on stdout, exit 0).
+* `prepare_input`, `prepare_output` and `run` report unreadable input, an unwritable `-o`,
+  parse errors and verifier or pass failures as `usmp-opt: error: ...` with exit code 1.
+  Output files appear only once everything succeeded: `-o` and the side outputs of passes
+  (`usmp-plan{report= svg=}`, held back by `output_file.deferring_output_files`) are written
+  atomically at the end, or not at all. `--verify-diagnostics` / `--parsing-diagnostics` keep
+  xDSL's behaviour (the diagnostic on stdout, exit 0).
+
+`main` turns anything else (a bug) into one line `usmp-opt: internal error: ...` with exit code
+2; `USMP_DEBUG=1` also prints the traceback (see `internal_error`).
 """
 
 from __future__ import annotations
@@ -22,16 +27,22 @@ import sys
 import textwrap
 from collections.abc import Callable, Sequence
 from io import StringIO
-from typing import IO, NoReturn, cast
+from typing import IO, NoReturn, cast, get_type_hints
 
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.utils.arg_spec import parse_spec
+from xdsl.utils.arg_spec import ArgSpec, parse_pipeline, parse_spec
 from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseError
 from xdsl.utils.target import Target
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 from usmp_dialect import __version__
-from usmp_dialect.tools.output_file import write_text_atomically
+from usmp_dialect.tools.internal_error import reported_as_one_line
+from usmp_dialect.tools.output_file import (
+    OutputFileError,
+    check_writable,
+    deferring_output_files,
+    write_text_atomically,
+)
 from usmp_dialect.tools.pool_flags import (
     PoolDeclaration,
     PoolFlagError,
@@ -41,6 +52,10 @@ from usmp_dialect.tools.pool_flags import (
 )
 
 PROG = "usmp-opt"
+EXIT_STATUS_HELP = (
+    "Exit status: 0 on success, 1 on a user error (one line 'usmp-opt: error: ...'), 2 on an "
+    "internal error (please report it; USMP_DEBUG=1 prints the traceback)."
+)
 
 
 def fail(message: str) -> NoReturn:
@@ -52,6 +67,41 @@ def fail(message: str) -> NoReturn:
 
 def _one_line(message: str) -> str:
     return " ".join(line.strip() for line in message.splitlines() if line.strip())
+
+
+_EXPECTED_VALUES = {
+    "<class 'bool'>": "true or false",
+    "<class 'int'>": "an integer",
+    "<class 'float'>": "a number",
+    "int | float": "a number",
+    "<class 'str'>": 'a string ("...")',
+    "str | None": 'a string ("...")',
+    "int | None": "an integer",
+    "float | None": "a number",
+}
+
+
+def _option_type_error(specs: Sequence[tuple[ArgSpec, type]], error: ValueError) -> str | None:
+    """Names the option behind xDSL's "Incompatible types: given (...), expected T", given the
+    pass or target specs with their classes."""
+    message = str(error)
+    if not message.startswith("Incompatible types: given "):
+        return None
+    expected = message.rpartition(", expected ")[2]
+    for spec, spec_class in specs:
+        hints = get_type_hints(spec_class)
+        for option, values in spec.parameters.items():
+            hint = hints.get(option.replace("-", "_"))
+            if str(hint) == expected and message.startswith(
+                f"Incompatible types: given {values}, "
+            ):
+                given = ",".join(
+                    str(value).lower() if isinstance(value, bool) else repr(value)
+                    for value in values
+                )
+                wanted = _EXPECTED_VALUES.get(expected, expected)
+                return f"option {option} of '{spec.name}' must be {wanted}, not {given or 'empty'}"
+    return None
 
 
 def _spec_error(flag: str, spec: str, error: ArgSpecParseError) -> str:
@@ -107,6 +157,7 @@ class UsmpOptMain(xDSLOptMain):
         add_pool_arguments(arg_parser)
         arg_parser.prog = PROG
         arg_parser.formatter_class = _HelpFormatter
+        arg_parser.epilog = EXIT_STATUS_HELP
         arg_parser.error = fail  # usage errors: one line and exit code 1, like the others
 
     def setup_pipeline(self) -> None:
@@ -121,7 +172,15 @@ class UsmpOptMain(xDSLOptMain):
         except ArgSpecParseError as error:
             fail(_spec_error("-p", self.args.passes, error))
         except (ValueError, DiagnosticException) as error:
-            fail(f"invalid -p '{self.args.passes}': {_one_line(str(error))}")
+            described = None
+            if isinstance(error, ValueError):
+                specs = [
+                    (spec, self.available_passes[spec.name]())
+                    for spec in parse_pipeline(self.args.passes)
+                    if spec.name in self.available_passes
+                ]
+                described = _option_type_error(specs, error)
+            fail(f"invalid -p '{self.args.passes}': {described or _one_line(str(error))}")
 
     def _check_target_options(self) -> None:
         """Fails now, not after the passes ran, when `-t` has options its target lacks."""
@@ -129,10 +188,14 @@ class UsmpOptMain(xDSLOptMain):
         factory = self.available_targets[spec.name]
         if inspect.signature(factory).parameters:
             return  # an old-style target function: it takes no options
+        target_class = cast(Callable[[], type[Target]], factory)()
         try:
-            cast(Callable[[], type[Target]], factory)().from_spec(spec)
+            target_class.from_spec(spec)
         except (ValueError, DiagnosticException) as error:
-            fail(f"invalid -t '{self.args.target}': {_one_line(str(error))}")
+            described = None
+            if isinstance(error, ValueError):
+                described = _option_type_error([(spec, target_class)], error)
+            fail(f"invalid -t '{self.args.target}': {described or _one_line(str(error))}")
 
     def prepare_input(self) -> tuple[list[tuple[IO[bytes], int]], str]:
         try:
@@ -145,6 +208,10 @@ class UsmpOptMain(xDSLOptMain):
     def prepare_output(self) -> IO[str]:
         if self.args.output_file is None:
             return sys.stdout
+        try:  # fail before the passes run, not after
+            check_writable(self.args.output_file)
+        except OSError as error:
+            fail(f"cannot write output file '{self.args.output_file}': {error.strerror}")
         self._output_buffer = _OutputBuffer()
         return self._output_buffer
 
@@ -158,17 +225,28 @@ class UsmpOptMain(xDSLOptMain):
         declare_pools(prog, self.pool_declarations)
         super().apply_passes(prog)
 
+    def _where(self) -> str:
+        """The input (and with --split-input-file the chunk) being processed."""
+        where = self.get_input_name()
+        if self.args.split_input_file:
+            where += f" (chunk starting at line {self._chunk_start_line})"
+        return where
+
     def run(self) -> None:
         """Processes the input; user errors end the process with one line and exit code 1."""
-        try:
-            super().run()
-        except ParseError as error:
-            fail(f"{error.span.get_location()}: {_one_line(error.msg)}")
-        except DiagnosticException as error:
-            where = self.get_input_name()
-            if self.args.split_input_file:
-                where += f" (chunk starting at line {self._chunk_start_line})"
-            fail(f"{where}: {_one_line(str(error))}")
+        with deferring_output_files() as side_outputs:
+            try:
+                super().run()
+            except ParseError as error:
+                fail(f"{error.span.get_location()}: {_one_line(error.msg)}")
+            except UnicodeDecodeError:
+                fail(f"{self._where()}: not UTF-8 text")
+            except DiagnosticException as error:
+                fail(f"{self._where()}: {_one_line(str(error))}")
+            try:
+                side_outputs.commit()
+            except OutputFileError as error:
+                fail(str(error))
         if self._output_buffer is not None:
             try:
                 write_text_atomically(self.args.output_file, self._output_buffer.getvalue())
@@ -177,7 +255,8 @@ class UsmpOptMain(xDSLOptMain):
 
 
 def main() -> None:
-    UsmpOptMain().run()
+    with reported_as_one_line(PROG):
+        UsmpOptMain().run()
 
 
 if __name__ == "__main__":

@@ -3,9 +3,12 @@
     usmp-plan problem.csv [-o planned.csv] [--algorithm NAME] [--capacity BYTES]
               [--time-limit SECONDS] [--seed N] [--report report.json]
 
-The plan goes to stdout (or `-o`, written only on success); the last line on stderr states the
-peak, the lower bound, the time and the algorithm. Errors are one line
-`usmp-plan: error: FILE:LINE: ...` and exit code 1.
+The plan goes to stdout (or `-o`); the last line on stderr states the peak, the lower bound,
+whether the plan is proven optimal (a search stopped by `--time-limit` returns its best valid
+plan, "not proven optimal"), the time and the algorithm. `-o` and `--report` are checked before
+planning and written atomically only once the plan exists. Errors are one line
+`usmp-plan: error: FILE:LINE: ...` and exit code 1; an internal error (a bug) is one line
+`usmp-plan: internal error: ...` and exit code 2 (`USMP_DEBUG=1` adds the traceback).
 """
 
 from __future__ import annotations
@@ -27,9 +30,17 @@ from usmp_dialect.planning.io import (
     write_plan,
 )
 from usmp_dialect.planning.problem import PlanResult, Problem, lower_bound
+from usmp_dialect.tools.internal_error import reported_as_one_line
+from usmp_dialect.tools.output_file import check_writable, write_text_atomically
 
 PROGRAM = "usmp-plan"
 PROGRESS_AFTER_S = 1.0
+MAX_BYTES = 2**63 - 1
+"""Sizes, capacities and interval ends must fit in a signed 64-bit integer (the planner's)."""
+EXIT_STATUS_HELP = (
+    "Exit status: 0 on success, 1 on a user error (one line 'usmp-plan: error: ...'), 2 on an "
+    "internal error (please report it; USMP_DEBUG=1 prints the traceback)."
+)
 
 
 class UsageError(Exception):
@@ -53,6 +64,8 @@ def _non_negative_int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"'{text}' is not an integer") from None
     if value < 0:
         raise argparse.ArgumentTypeError(f"'{text}' is negative")
+    if value > MAX_BYTES:
+        raise argparse.ArgumentTypeError(f"'{text}' does not fit in 64 bits")
     return value
 
 
@@ -71,6 +84,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog=PROGRAM,
         description="Plan a static memory layout for buffers read from a minimalloc-style CSV "
         "(id,lower,upper,size[,alignment]) or a JSON problem.",
+        epilog=EXIT_STATUS_HELP,
     )
     parser.add_argument("input", help="problem file (CSV or JSON; '-' reads stdin)")
     parser.add_argument(
@@ -120,21 +134,23 @@ def _progress_printer(stream: TextIO) -> Callable[[str], None]:
     return report
 
 
-def _summary(problem: Problem, result: PlanResult) -> str:
+def _summary(problem: Problem, result: PlanResult, time_limit_s: float) -> str:
     """The last stderr line: peak, lower bound, time, algorithm."""
     timing = f"{result.time_s:.2f} s, {result.algorithm}"
+    stopped = f", time limit {time_limit_s:g} s reached" if result.time_s >= time_limit_s else ""
     if len(problem.pools) == 1:
         peak, bound = result.pool_sizes[0], result.lower_bounds[0]
         if result.proven_optimal:
             quality = "optimal"
         else:
-            quality = f"gap {100.0 * (peak - bound) / bound:.1f}%" if bound else "gap unknown"
+            gap = f"gap {100.0 * (peak - bound) / bound:.1f}%" if bound else "gap unknown"
+            quality = f"not proven optimal: {gap}{stopped}"
         return f"peak {peak} B, lower bound {bound} B ({quality}), {timing}"
     peaks = ", ".join(
         f"{pool.name} {size} B" for pool, size in zip(problem.pools, result.pool_sizes, strict=True)
     )
     bounds = ", ".join(f"{bound} B" for bound in result.lower_bounds)
-    quality = "optimal" if result.proven_optimal else "not proven optimal"
+    quality = "optimal" if result.proven_optimal else f"not proven optimal{stopped}"
     return f"peak {peaks}; lower bounds {bounds} ({quality} for this pool assignment), {timing}"
 
 
@@ -153,15 +169,68 @@ def _read_input(path: str) -> tuple[str, str]:
         raise UsageError(f"{path}: {error.strerror}") from None
 
 
-def _write(path: str, text: str) -> None:
+def _check_output(path: str | None, what: str) -> None:
+    """Fails before planning when an output file cannot be written."""
+    if path is None:
+        return
     try:
-        Path(path).write_text(text, encoding="utf-8")
+        check_writable(path)
     except OSError as error:
-        raise UsageError(f"{path}: cannot write: {error.strerror}") from None
+        raise UsageError(f"cannot write {what} '{path}': {error.strerror}") from None
+
+
+def _write(path: str, text: str, what: str) -> None:
+    try:
+        write_text_atomically(path, text)
+    except OSError as error:
+        raise UsageError(f"cannot write {what} '{path}': {error.strerror}") from None
+
+
+def _check_fits(problem: Problem, source: str) -> None:
+    """Fails clearly on numbers too large for the planner (instead of an overflow inside it)."""
+    for buffer in problem.buffers:
+        numbers = [("size", buffer.size_bytes), ("alignment", buffer.alignment)]
+        numbers += [("live interval end", end) for interval in buffer.live for end in interval]
+        for what, value in numbers:
+            if abs(value) > MAX_BYTES:
+                raise UsageError(
+                    f"{source}: buffer '{buffer.name}': {what} {value} does not fit in 64 bits"
+                )
+    for pool in problem.pools:
+        if pool.capacity_bytes is not None and pool.capacity_bytes > MAX_BYTES:
+            raise UsageError(
+                f"{source}: pool '{pool.name}': size_hint_bytes {pool.capacity_bytes} does not "
+                "fit in 64 bits"
+            )
+
+
+def _check_capacities(problem: Problem, source: str) -> None:
+    """Fails clearly when the pools' capacities cannot possibly hold the buffers."""
+    for buffer in problem.buffers:
+        capacities = [problem.pools[index].capacity_bytes for index in buffer.pools]
+        if capacities and all(cap is not None and cap < buffer.size_bytes for cap in capacities):
+            room = ", ".join(
+                f"'{problem.pools[index].name}' holds {cap} B"
+                for index, cap in zip(buffer.pools, capacities, strict=True)
+            )
+            raise UsageError(
+                f"{source}: buffer '{buffer.name}' ({buffer.size_bytes} B) is larger than every "
+                f"pool it may go to: {room}"
+            )
+    if len(problem.pools) == 1 and problem.pools[0].capacity_bytes is not None:
+        capacity = problem.pools[0].capacity_bytes
+        bound = lower_bound(problem)
+        if bound > capacity:
+            raise UsageError(
+                f"{source}: the buffers cannot fit in {capacity} B: at least {bound} B are live "
+                "together"
+            )
 
 
 def run(argv: Sequence[str] | None, stdout: TextIO, stderr: TextIO) -> int:
     args = build_parser().parse_args(argv)
+    _check_output(args.output, "output file")
+    _check_output(args.report, "report file")
     algorithm = args.algorithm or default_algorithm()
     if algorithm not in ALGORITHMS:
         raise UsageError(
@@ -175,15 +244,10 @@ def run(argv: Sequence[str] | None, stdout: TextIO, stderr: TextIO) -> int:
     for note in loaded.notes:
         print(f"{PROGRAM}: note: {note}", file=stderr)
     problem = loaded.problem
+    _check_fits(problem, source)
     if args.capacity is not None:
         problem = with_capacity(problem, args.capacity)
-        if len(problem.pools) == 1:
-            bound = lower_bound(problem)
-            if bound > args.capacity:
-                raise UsageError(
-                    f"{source}: the buffers cannot fit in {args.capacity} B: at least "
-                    f"{bound} B are live together"
-                )
+    _check_capacities(problem, source)
     options = PlanOptions(
         time_limit_s=args.time_limit, seed=args.seed, progress=_progress_printer(stderr)
     )
@@ -194,29 +258,23 @@ def run(argv: Sequence[str] | None, stdout: TextIO, stderr: TextIO) -> int:
     plan_text = write_plan(loaded, problem, result.plan, result.pool_sizes)
     if args.report:
         report = plan_report(problem, result, source, args.seed, lower_bound(problem))
-        _write(args.report, dump_json(report))
+        _write(args.report, dump_json(report), "report file")
     if args.output:
-        _write(args.output, plan_text)
+        _write(args.output, plan_text, "output file")
     else:
         stdout.write(plan_text)
         stdout.flush()
-    print(_summary(problem, result), file=stderr)
+    print(_summary(problem, result, args.time_limit), file=stderr)
     return 0
 
 
 def main(argv: Sequence[str] | None = None) -> NoReturn:
-    try:
-        status = run(argv, sys.stdout, sys.stderr)
-    except UsageError as error:
-        print(f"{PROGRAM}: error: {error}", file=sys.stderr)
-        status = 1
-    except BrokenPipeError:
-        # The reader went away (e.g. `| head`): stop quietly, as Unix tools do.
-        sys.stderr.close()
-        status = 1
-    except KeyboardInterrupt:
-        print(f"{PROGRAM}: interrupted", file=sys.stderr)
-        status = 130
+    with reported_as_one_line(PROGRAM):
+        try:
+            status = run(argv, sys.stdout, sys.stderr)
+        except UsageError as error:
+            print(f"{PROGRAM}: error: {error}", file=sys.stderr)
+            status = 1
     sys.exit(status)
 
 

@@ -6,7 +6,9 @@ from dataclasses import dataclass
 from typing import IO
 
 from xdsl.context import Context
+from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Operation
 from xdsl.utils.exceptions import DiagnosticException
 from xdsl.utils.target import Target
 
@@ -23,6 +25,25 @@ def _checked_prefix(prefix: str) -> str:
     return prefix
 
 
+def _check_structured(module: ModuleOp) -> None:
+    """Fails clearly on regions with several blocks: the backend prints structured control
+    flow only (the program builder would otherwise stumble over them)."""
+    for op in module.walk():
+        for region in op.regions:
+            first_block = region.blocks.first
+            if first_block is None or first_block is region.blocks.last:
+                continue
+            branch = first_block.last_op.name if first_block.last_op else "a branch"
+            function: Operation | None = op
+            while function is not None and not isinstance(function, func.FuncOp):
+                function = function.parent_op()
+            where = f" in function @{function.sym_name.data}" if function else ""
+            raise DiagnosticException(
+                f"C backend: cannot print unstructured control flow ('{branch}' between "
+                f"blocks){where}; use structured control flow (scf)"
+            )
+
+
 @dataclass(frozen=True)
 class CTarget(Target):
     """`-t c`: the C source of a planned program (`-t 'c{prefix=net entry=main}'`)."""
@@ -33,6 +54,8 @@ class CTarget(Target):
     entry: str = "main"
 
     def emit(self, ctx: Context, module: ModuleOp, output: IO[str]) -> None:
+        check_planned(module)
+        _check_structured(module)
         output.write(emit_source(module, _checked_prefix(self.prefix), self.entry))
 
 
@@ -47,4 +70,5 @@ class CHeaderTarget(Target):
 
     def emit(self, ctx: Context, module: ModuleOp, output: IO[str]) -> None:
         check_planned(module)
+        _check_structured(module)
         output.write(emit_header(build_interface(module, _checked_prefix(self.prefix), self.entry)))

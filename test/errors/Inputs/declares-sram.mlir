@@ -1,0 +1,4 @@
+pool.workspace @sram
+func.func @main() {
+  func.return
+}

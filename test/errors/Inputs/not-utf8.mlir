@@ -1,0 +1,5 @@
+func.func @main() {
+  func.return
+}
+// -----
+ÿþ not text

@@ -1,0 +1,9 @@
+func.func @f() {
+  %a = usmp.allocate : memref<4xi8>
+  func.call @f() : () -> ()
+  func.return
+}
+func.func @main() {
+  func.call @f() : () -> ()
+  func.return
+}
