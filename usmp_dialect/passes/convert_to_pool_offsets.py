@@ -22,6 +22,7 @@ Allocations without a plan are left alone; nothing else changes.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cache
 from typing import NoReturn
 
 from xdsl.context import Context
@@ -76,19 +77,32 @@ def constant_bytes(op: AllocateConstOp) -> bytes:
     return data
 
 
+def function_calls(functions: dict[str, func.FuncOp]) -> dict[str, list[func.CallOp]]:
+    """Per function, its `func.call` ops in walk order."""
+    return {
+        name: [op for op in function.walk() if isinstance(op, func.CallOp)]
+        for name, function in functions.items()
+    }
+
+
 def transitive_pool_uses(
-    functions: dict[str, func.FuncOp], direct: dict[str, set[str]]
+    functions: dict[str, func.FuncOp],
+    direct: dict[str, set[str]],
+    calls: dict[str, list[func.CallOp]] | None = None,
 ) -> dict[str, set[str]]:
-    """Per function, the pools it uses itself or through its callees (a fixpoint over calls)."""
+    """Per function, the pools it uses itself or through its callees (a fixpoint over calls).
+    `calls` (from `function_calls`) saves walking the functions again."""
+    if calls is None:
+        calls = function_calls(functions)
     callees = {
         name: sorted(
             {
                 op.callee.root_reference.data
-                for op in function.walk()
-                if isinstance(op, func.CallOp) and op.callee.root_reference.data in functions
+                for op in calls[name]
+                if op.callee.root_reference.data in functions
             }
         )
-        for name, function in functions.items()
+        for name in functions
     }
     uses = {name: set(direct.get(name, ())) for name in functions}
     # Callees first (iterative post-order DFS), so one sweep settles a call DAG; the loop only
@@ -122,26 +136,47 @@ def transitive_pool_uses(
     return uses
 
 
-def add_pool_arguments(function: func.FuncOp, pools: list[PoolOpBase]) -> list[SSAValue]:
-    """Appends one argument per pool to a function with a body; returns them."""
+def add_pool_arguments(
+    function: func.FuncOp,
+    pools: list[PoolOpBase],
+    types: dict[str, MemRefType] | None = None,
+) -> list[SSAValue]:
+    """Appends one argument per pool to a function with a body; returns them. `types` caches
+    the pool memref types by pool name (built with `pool_type` when missing)."""
     block = function.body.block
     old_count = len(block.args)
     arguments: list[SSAValue] = []
     for pool in pools:
-        argument = block.insert_arg(pool_type(pool), len(block.args))
+        argument_type = _cached_pool_type(pool, types)
+        argument = block.insert_arg(argument_type, len(block.args))
         argument.name_hint = pool.pool_name
         arguments.append(argument)
     old_attrs: list[Attribute] = (
         list(function.arg_attrs.data)
         if function.arg_attrs is not None
-        else [DictionaryAttr({}) for _ in range(old_count)]
+        else [_EMPTY_DICTIONARY] * old_count
     )
-    new_attrs = [
-        DictionaryAttr({POOL_ARGUMENT_ATTRIBUTE: SymbolRefAttr(pool.pool_name)}) for pool in pools
-    ]
+    new_attrs = [_pool_argument_attrs(pool.pool_name) for pool in pools]
     function.properties["arg_attrs"] = ArrayAttr([*old_attrs, *new_attrs])
     function.update_function_type()
     return arguments
+
+
+_EMPTY_DICTIONARY = DictionaryAttr({})
+
+
+@cache
+def _pool_argument_attrs(pool_name: str) -> DictionaryAttr:
+    return DictionaryAttr({POOL_ARGUMENT_ATTRIBUTE: SymbolRefAttr(pool_name)})
+
+
+def _cached_pool_type(pool: PoolOpBase, types: dict[str, MemRefType] | None) -> MemRefType:
+    if types is None:
+        return pool_type(pool)
+    result = types.get(pool.pool_name)
+    if result is None:
+        result = types[pool.pool_name] = pool_type(pool)
+    return result
 
 
 def add_pool_bases(function: func.FuncOp, pools: list[PoolOpBase]) -> list[SSAValue]:
@@ -208,6 +243,7 @@ class UsmpConvertToPoolOffsetsPass(ModulePass):
             return
         functions = module_functions(op)
         direct: dict[str, set[str]] = {}
+        planned_functions: list[func.FuncOp] = []
         for allocation in planned:
             assert allocation.pool is not None
             pool = pools_by_name.get(allocation.pool.root_reference.data)
@@ -225,6 +261,7 @@ class UsmpConvertToPoolOffsetsPass(ModulePass):
             function = function_of(allocation)
             if function is None:
                 _fail(allocation, f"buffer '{names[allocation]}' is not inside a func.func")
+            planned_functions.append(function)
             direct.setdefault(function.sym_name.data, set()).add(pool.pool_name)
         if self.entry not in functions:
             _fail(op, f"entry function @{self.entry} does not exist (option entry=NAME)")
@@ -232,7 +269,9 @@ class UsmpConvertToPoolOffsetsPass(ModulePass):
         io_attr = io_allocations(planned, names)
         self._write_constant_data(pools, planned)
 
-        uses = transitive_pool_uses(functions, direct)
+        calls = function_calls(functions)
+        uses = transitive_pool_uses(functions, direct, calls)
+        types: dict[str, MemRefType] = {}
         pool_values: dict[str, dict[str, SSAValue]] = {}
         for name, function in functions.items():
             used = [pool for pool in pools if pool.pool_name in uses[name]]
@@ -241,29 +280,44 @@ class UsmpConvertToPoolOffsetsPass(ModulePass):
             if name == self.entry:
                 values = add_pool_bases(function, used)
             else:
-                values = add_pool_arguments(function, used)
+                values = add_pool_arguments(function, used, types)
             pool_values[name] = {
                 pool.pool_name: value for pool, value in zip(used, values, strict=True)
             }
 
-        for name, function in functions.items():
-            for call in [c for c in function.walk() if isinstance(c, func.CallOp)]:
+        callee_pool_names: dict[str, list[str]] = {}
+        for name, function_call_ops in calls.items():
+            for call in function_call_ops:
                 callee = call.callee.root_reference.data
                 if callee not in pool_values or callee == self.entry:
                     continue
-                callee_pools = [p for p in pools if p.pool_name in uses[callee]]
-                extra = [pool_values[name][p.pool_name] for p in callee_pools]
+                callee_pools = callee_pool_names.get(callee)
+                if callee_pools is None:
+                    callee_pools = [p.pool_name for p in pools if p.pool_name in uses[callee]]
+                    callee_pool_names[callee] = callee_pools
+                extra = [pool_values[name][pool_name] for pool_name in callee_pools]
                 call.operands = (*call.operands, *extra)
 
-        for allocation in planned:
-            function = function_of(allocation)
-            assert function is not None and allocation.pool is not None
-            assert allocation.offset is not None
+        # Built with `create` (no constructor checks; the module is verified after the pass)
+        # and with one offset attribute per distinct offset.
+        index = IndexType()
+        offset_attrs: dict[int, IntegerAttr[IndexType]] = {}
+        for allocation, function in zip(planned, planned_functions, strict=True):
+            assert allocation.pool is not None and allocation.offset is not None
             base = pool_values[function.sym_name.data][allocation.pool.root_reference.data]
-            offset = arith.ConstantOp(IntegerAttr(allocation.offset.value.data, IndexType()))
+            offset_value = allocation.offset.value.data
+            offset_attr = offset_attrs.get(offset_value)
+            if offset_attr is None:
+                offset_attr = offset_attrs[offset_value] = IntegerAttr(offset_value, index)
+            offset = arith.ConstantOp.create(
+                result_types=[index], properties={"value": offset_attr}
+            )
             offset.result.name_hint = f"{names[allocation]}_offset"
-            view = memref.ViewOp(base, offset, [], allocation.buffer_type)
-            view.attributes[BUFFER_NAME_ATTRIBUTE] = StringAttr(names[allocation])
+            view = memref.ViewOp.create(
+                operands=[base, offset.result],
+                result_types=[allocation.buffer_type],
+                attributes={BUFFER_NAME_ATTRIBUTE: StringAttr(names[allocation])},
+            )
             Rewriter.replace_op(allocation, [offset, view])
 
         if io_attr is not None:

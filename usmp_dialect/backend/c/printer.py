@@ -8,7 +8,7 @@ prints as `a[i * 16 + j]`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import singledispatchmethod
 
@@ -449,7 +449,9 @@ class CFunctionPrinter(BasePrinter):
             if isinstance(op, memref.ViewOp) and "usmp.buffer" in op.attributes:
                 self.line(f"// {self.buffer_comment(op)} (unused)")
             return
-        self.print_op(op)
+        # `singledispatchmethod` builds a new bound wrapper on every attribute access; the
+        # dispatcher's own per-class cache is enough (same function as `self.print_op(op)`).
+        _PRINT_OP_DISPATCH(type(op))(self, op)
 
     def buffer_comment(self, op: memref.ViewOp) -> str:
         """Where a planned buffer lives: its pool, byte offset and size."""
@@ -1267,3 +1269,9 @@ class CFunctionPrinter(BasePrinter):
         self.line("{")
         self.print_region_with_targets(op.region, targets)
         self.line("}")
+
+
+_PRINT_OP_DISPATCH: Callable[[type[Operation]], Callable[[CFunctionPrinter, Operation], None]] = (
+    CFunctionPrinter.__dict__["print_op"].dispatcher.dispatch
+)
+"""`CFunctionPrinter.print_op`'s handler for an op class (called with the printer and the op)."""

@@ -228,10 +228,17 @@ def find_entry(module: ModuleOp, entry: str) -> func.FuncOp:
     )
 
 
-def build_interface(module: ModuleOp, prefix: str, entry_name: str) -> Interface:
-    """The C interface of a planned module."""
+def build_interface(
+    module: ModuleOp,
+    prefix: str,
+    entry_name: str,
+    written: dict[str, list[bool]] | None = None,
+) -> Interface:
+    """The C interface of a planned module (`written`: the module's `written_arguments`, when
+    the caller already has them)."""
     entry = find_entry(module, entry_name)
-    written = written_arguments([op for op in module.ops if isinstance(op, func.FuncOp)])
+    if written is None:
+        written = written_arguments([op for op in module.ops if isinstance(op, func.FuncOp)])
     field_names = NameTable()
     pools = tuple(_pool_info(p, module, field_names) for p in pool.module_pools(module))
     io_attr = module.attributes.get(IO_ALLOCATIONS_ATTR)
@@ -418,10 +425,10 @@ def _global_definition(op: memref.GlobalOp, c_name: str) -> str:
 
 def emit_source(module: ModuleOp, prefix: str, entry_name: str) -> str:
     check_planned(module)
-    interface = build_interface(module, prefix, entry_name)
+    written = written_arguments([op for op in module.ops if isinstance(op, func.FuncOp)])
+    interface = build_interface(module, prefix, entry_name, written)
     entry = find_entry(module, entry_name)
     functions = _reachable_functions(module, entry)
-    written = written_arguments([op for op in module.ops if isinstance(op, func.FuncOp)])
 
     global_names = NameTable()
     run_name = f"{prefix}_run"
@@ -443,12 +450,15 @@ def emit_source(module: ModuleOp, prefix: str, entry_name: str) -> str:
     dead: set[Operation] = set()
     for function in functions:
         dead |= dead_ops(function)
-    used_pools = {
-        op.pool.root_reference.data
-        for function in functions
-        for op in function.walk()
-        if isinstance(op, pool.BaseOp) and op not in dead
-    }
+    # One walk for the pools and the globals the printed functions use.
+    used_pools: set[str] = set()
+    used_globals: set[str] = set()
+    for function in functions:
+        for op in function.walk():
+            if isinstance(op, pool.BaseOp) and op not in dead:
+                used_pools.add(op.pool.root_reference.data)
+            elif isinstance(op, memref.GetGlobalOp) and op not in dead:
+                used_globals.add(op.name_.root_reference.data)
     used_pools |= {t.pool for t in interface.inputs + interface.outputs if t.pool is not None}
     pool_expressions: dict[str, tuple[str, bool]] = {}
     pool_arrays: dict[str, str] = {}
@@ -481,12 +491,6 @@ def emit_source(module: ModuleOp, prefix: str, entry_name: str) -> str:
             )
 
     # Non-pooled data (memref.global) that the printed functions use.
-    used_globals = {
-        op.name_.root_reference.data
-        for function in functions
-        for op in function.walk()
-        if isinstance(op, memref.GetGlobalOp) and op not in dead
-    }
     globals_: dict[str, tuple[str, bool]] = {}
     global_definitions: list[str] = []
     for op in module.ops:
