@@ -50,6 +50,7 @@ from usmp_dialect.tools.pool_flags import (
     declare_pools,
     pool_declarations,
 )
+from usmp_dialect.tools.symbol_index import indexed_symbol_lookup
 
 PROG = "usmp-opt"
 EXIT_STATUS_HELP = (
@@ -255,6 +256,7 @@ class UsmpOptMain(xDSLOptMain):
 
 
 def main() -> None:
+    indexed_symbol_lookup()
     with reported_as_one_line(PROG):
         UsmpOptMain().run()
 
