@@ -32,9 +32,10 @@ from usmp_dialect.planning.problem import (
 )
 from usmp_dialect.planning.tvm import TVM_ALGORITHMS, RandR, _MaxOverTime, plan_directed
 
-DATA = Path("/work/shared/data/tvm-usmp-cases.json")
-if not DATA.exists():  # a checkout next to the shared folder
-    DATA = Path(__file__).resolve().parents[3] / "shared" / "data" / "tvm-usmp-cases.json"
+# The shared folder sits beside the checkout (as in CI); /work/shared is the developers' copy.
+DATA = Path(__file__).resolve().parents[3] / "shared" / "data" / "tvm-usmp-cases.json"
+if not DATA.exists():
+    DATA = Path("/work/shared/data/tvm-usmp-cases.json")
 
 CASES: dict[str, dict[str, Any]] = (
     {case["id"]: case for case in json.loads(DATA.read_text())["cases"]} if DATA.exists() else {}
