@@ -3,12 +3,16 @@ search, auto)."""
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pytest
 
 from usmp_dialect.planning import PlanningError, PlanOptions, solve
 from usmp_dialect.planning import _core as core
 from usmp_dialect.planning import exact as exact_module
+from usmp_dialect.planning import greedy as greedy_module
+from usmp_dialect.planning import local_search as local_search_module
 from usmp_dialect.planning._core import find_offset
 from usmp_dialect.planning.problem import Buffer, Pool, Problem, lower_bound, validate
 
@@ -212,3 +216,92 @@ def test_exact_splits_independent_time_partitions() -> None:
     result = solve(problem, "exact", FAST)
     assert result.pool_sizes == (7,)
     assert result.proven_optimal
+
+
+def mixed_problem(count: int, seed: int) -> Problem:
+    """Several live intervals per buffer, explicit conflicts and two pools with a capacity:
+    every case the placement loops handle."""
+    rng = np.random.default_rng(seed)
+    buffers = []
+    for i in range(count):
+        live = []
+        for _ in range(int(rng.integers(1, 3))):
+            start = int(rng.integers(0, 150))
+            live.append((start, start + int(rng.integers(1, 30))))
+        conflicts = (int(rng.integers(0, count)),) if i % 9 == 0 else ()
+        pools = (0, 1) if i % 4 else (1,)
+        size = int(rng.integers(0, 300))
+        buffers.append(
+            Buffer(f"m{i}", size, int(2 ** rng.integers(0, 4)), tuple(live), conflicts, pools)
+        )
+    return Problem(tuple(buffers), (Pool("small", capacity_bytes=6000), Pool("big")))
+
+
+@pytest.mark.parametrize("slices_above", [0, 10**9])
+@pytest.mark.parametrize("best_fit", [False, True])
+def test_placed_interval_index_matches_the_conflict_graph(
+    best_fit: bool, slices_above: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A small merge threshold makes the index merge its recent intervals many times; both
+    # ways of reading its runs (slices, gathers) are used.
+    problem = mixed_problem(400, seed=11)
+    instance = core.prepare(problem)
+    order = greedy_module.order_of(instance, "size")
+    with_graph = greedy_module.place(instance, order, best_fit)
+    monkeypatch.setattr(greedy_module, "RECENT_LIMIT", 7)
+    monkeypatch.setattr(greedy_module, "SLICE_QUERY_ABOVE", slices_above)
+    monkeypatch.setattr(core, "CSR_EDGE_LIMIT", 0)
+    indexed = core.prepare(problem)
+    without_graph = greedy_module.place(indexed, order, best_fit)
+    assert not indexed.use_adjacency()
+    assert np.array_equal(with_graph[0], without_graph[0])
+    assert np.array_equal(with_graph[1], without_graph[1])
+    plan = greedy_module.to_plan(*without_graph)
+    assert validate(problem, plan) == []
+
+
+@pytest.mark.parametrize("edge_limit", [core.CSR_EDGE_LIMIT, 0])
+def test_placing_around_fixed_buffers_keeps_them_and_avoids_them(
+    edge_limit: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(core, "CSR_EDGE_LIMIT", edge_limit)
+    problem = mixed_problem(200, seed=4)
+    instance = core.prepare(problem)
+    pools, offsets = greedy_module.place(instance, greedy_module.order_of(instance, "size"), False)
+    kept = np.ones(instance.count, dtype=bool)
+    moved = np.arange(0, instance.count, 3)
+    kept[moved] = False
+    new_pools, new_offsets = greedy_module.place(
+        instance, moved[::-1], True, fixed=(pools, offsets, kept)
+    )
+    assert np.array_equal(new_pools[kept], pools[kept])
+    assert np.array_equal(new_offsets[kept], offsets[kept])
+    assert validate(problem, greedy_module.to_plan(new_pools, new_offsets)) == []
+
+
+def test_repair_moves_keep_plans_valid_and_never_worse(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(local_search_module, "REPAIR_ONLY_ABOVE", 0)
+    problem = mixed_problem(300, seed=8)
+    instance = core.prepare(problem)
+    start = greedy_module.best_of_portfolio(instance, [("size", "first")])
+    assert start is not None
+    runs = [
+        local_search_module.improve(instance, start, time.perf_counter() + 60, 5, 150)
+        for _ in range(2)
+    ]
+    assert np.array_equal(runs[0][1], runs[1][1])  # reproducible for a seed
+    pools, offsets = runs[0]
+    assert validate(problem, greedy_module.to_plan(pools, offsets)) == []
+    assert greedy_module.plan_cost(instance, pools, offsets) <= start.cost
+
+
+def test_portfolio_starts_no_variant_past_a_hard_deadline() -> None:
+    instance = core.prepare(random_intervals(200, seed=2))
+    # Deadlines already passed: only the first variant (greedy_first_fit's) runs.
+    best = greedy_module.best_of_portfolio(instance, deadline=0.0, hard_deadline=0.0)
+    assert best is not None and best.variant == "size/first"
+    # Without the hard deadline, the second mandatory variant runs too.
+    everything = greedy_module.best_of_portfolio(instance, deadline=0.0)
+    first_two = greedy_module.best_of_portfolio(instance, list(greedy_module.VARIANTS[:2]))
+    assert everything is not None and first_two is not None
+    assert everything.cost == first_two.cost

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import random
 
 import pytest
@@ -12,6 +13,7 @@ from usmp_dialect.planning.problem import (
     Pool,
     Problem,
     ProblemError,
+    align_up,
     check_problem,
     conflict_lists,
     lower_bound,
@@ -34,6 +36,48 @@ def test_touching_half_open_intervals_do_not_add_up() -> None:
     # At time 2: 10 + 5; at time 3: 20 + 5. [0,3) and [3,6) never overlap.
     assert peak_live_bytes(problem) == 25
     assert lower_bound(problem) == 25
+
+
+def test_lower_bound_counts_alignment_padding_of_all_but_the_top_buffer() -> None:
+    # All live together, alignment 16: the best stack puts the 33-byte buffer (15 bytes of
+    # padding) on top: 16 + 64 + 16 + 33 = 129 bytes, above the 112 live bytes.
+    sizes = (10, 33, 64, 5)
+    problem = Problem(
+        tuple(Buffer(f"b{i}", s, alignment=16, live=((0, 10),)) for i, s in enumerate(sizes))
+    )
+    assert peak_live_bytes(problem) == 112
+    assert lower_bound(problem) == 129
+
+
+def test_aligned_bound_ignores_buffers_of_smaller_alignment_and_other_times() -> None:
+    problem = Problem(
+        (
+            Buffer("a", 1, alignment=8, live=((0, 2),)),
+            Buffer("b", 1, alignment=8, live=((0, 2),)),
+            Buffer("c", 1, alignment=1, live=((0, 2),)),  # may sit in a's padding
+            Buffer("d", 9, alignment=8, live=((2, 4),)),  # never live with a or b
+        )
+    )
+    # a at 0, c at 1, b at 8: 9 bytes; d alone: 9 bytes.
+    assert lower_bound(problem) == 9
+
+
+def test_aligned_lower_bound_never_exceeds_the_optimum() -> None:
+    # A clique's optimum is the best stacking order: check every order on small cliques.
+    rng = random.Random(7)
+    for _ in range(200):
+        count = rng.randint(1, 5)
+        buffers = tuple(
+            Buffer(f"b{i}", rng.randint(1, 40), alignment=rng.choice((1, 4, 16)), live=((0, 1),))
+            for i in range(count)
+        )
+        best = None
+        for order in itertools.permutations(range(count)):
+            top = 0
+            for index in order:
+                top = align_up(top, buffers[index].alignment) + buffers[index].size_bytes
+            best = top if best is None else min(best, top)
+        assert lower_bound(Problem(buffers)) <= best
 
 
 def test_lower_bound_of_members_only() -> None:

@@ -106,6 +106,7 @@ class IntervalIndex:
         self.keys = keys[order]
         self.owner = owner[order]
         self.end = end[order]
+        self.start = start[order]
         self.position_of_item = np.empty(len(order), dtype=INT)
         self.position_of_item[order] = np.arange(len(order), dtype=INT)
         present = np.unique(classes)
@@ -250,11 +251,13 @@ def find_offset(
     alignment: int,
     capacity: int,
     best_fit: bool,
+    lows_below: int | None = None,
 ) -> int:
     """The offset for a block of `size` bytes that avoids every `[lows[i], highs[i])`:
     the lowest aligned free position (first fit), or the one in the smallest free gap that
     holds it (best fit; the top of the stack when no gap does). -1 when nothing fits under
-    `capacity`. Duplicate or empty ranges are harmless."""
+    `capacity`. Duplicate or empty ranges are harmless. `lows_below`, when given, is an upper
+    bound of `lows` (spares a pass over them)."""
     if not len(lows):
         return 0 if size <= capacity else -1
     count = len(lows)
@@ -262,9 +265,13 @@ def find_offset(
     # Gap i runs from the highest end among the ranges starting before range i to its start.
     gap_highs = np.empty(count + 1, dtype=INT)
     gap_highs[count] = UNBOUNDED
-    if int(np.maximum.reduce(lows)) < (1 << (62 - shift)):
+    if lows_below is None:
+        lows_below = int(np.maximum.reduce(lows))
+    if lows_below < (1 << (62 - shift)):
         # Sorting plain integers is much faster than argsort: pack each low with its index.
-        packed = np.sort((lows << shift) | np.arange(count, dtype=INT))
+        packed = lows << shift
+        packed |= np.arange(count, dtype=INT)
+        packed.sort()
         order = packed & ((1 << shift) - 1)
         np.right_shift(packed, shift, out=gap_highs[:count])
     else:
@@ -273,9 +280,15 @@ def find_offset(
     gap_lows = np.empty(count + 1, dtype=INT)
     gap_lows[0] = 0
     np.maximum.accumulate(highs[order], out=gap_lows[1:])
-    placed = gap_lows if alignment == 1 else -(-gap_lows // alignment) * alignment
+    if alignment == 1:
+        placed = gap_lows
+    else:
+        placed = gap_lows + (alignment - 1)
+        placed &= -alignment  # alignments are powers of two
     ends = placed + size
-    fits = (ends <= gap_highs) & (ends <= capacity)
+    fits = ends <= gap_highs
+    if capacity < UNBOUNDED:
+        fits &= ends <= capacity
     if best_fit:
         room = np.where(fits[:-1], gap_highs[:-1] - gap_lows[:-1], UNBOUNDED)
         best = int(np.argmin(room))

@@ -2,8 +2,9 @@
 
 1. Run the greedy portfolio (fast; on real networks usually at or within 1 % of the bound)
    for at most PORTFOLIO_SHARE of the time limit, though always at least the variants of
-   `greedy_first_fit` and `greedy_best_fit`, so `auto` is never worse than either (on
-   problems of tens of thousands of buffers those two passes alone may exceed the limit).
+   `greedy_first_fit` and `greedy_best_fit`, so `auto` is never worse than either, unless
+   the second one would not finish within the time limit (estimated from the first pass:
+   only on problems of tens of thousands of buffers, whose first pass alone may exceed it).
 2. Stop when every pool is at its lower bound: the plan is then proven optimal.
 3. Otherwise spend the rest of options.time_limit_s on the exact branch and bound, which
    stops as soon as it reaches the bound (or proves the best plan optimal). Problems too large
@@ -47,7 +48,11 @@ def auto(problem: Problem, options: PlanOptions) -> AlgorithmResult:
     deadline = started + options.time_limit_s
     instance = prepare(problem)
     # The portfolio gets at most PORTFOLIO_SHARE of the time (at least one variant runs).
-    best = best_of_portfolio(instance, deadline=started + PORTFOLIO_SHARE * options.time_limit_s)
+    best = best_of_portfolio(
+        instance,
+        deadline=started + PORTFOLIO_SHARE * options.time_limit_s,
+        hard_deadline=deadline,
+    )
     forced = all(len(pools) == 1 for pools in instance.candidate_pools)
     if best is None:
         if forced and exact_applicable(instance):

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from usmp_dialect.planning import AlgorithmResult, PlanOptions
-from usmp_dialect.planning._core import INT, Instance, find_offset, prepare
+from usmp_dialect.planning._core import INT, Instance, IntervalIndex, find_offset, prepare
 from usmp_dialect.planning.problem import Plan, PlanningError, Problem
 
 ORDERS = ("size", "size_length", "area", "length", "conflicts", "start")
@@ -112,20 +112,35 @@ def order_of(instance: Instance, name: str) -> np.ndarray:
     return np.lexsort(keys)
 
 
-def place(
-    instance: Instance, order: Iterable[int], best_fit: bool
-) -> tuple[np.ndarray, np.ndarray]:
-    """Places the buffers in `order`; returns (pools, offsets). Raises NoFit."""
-    if not instance.use_adjacency():
-        return _place_indexed(instance, order, best_fit)
+Fixed = tuple[np.ndarray, np.ndarray, np.ndarray]
+"""Buffers already placed before a `place` call: (pools, offsets, mask of the placed ones)."""
+
+
+def _initial_state(
+    instance: Instance, fixed: Fixed | None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(placed pool or -1, offsets, highs) of the buffers placed before the first of `order`."""
     count = instance.count
+    if fixed is None:
+        return np.full(count, -1, dtype=INT), np.zeros(count, dtype=INT), np.zeros(count, INT)
+    pools, offsets, mask = fixed
+    placed_pool = np.where(mask, pools, -1).astype(INT)
+    placed_offsets = np.where(mask, offsets, 0).astype(INT)
+    return placed_pool, placed_offsets, placed_offsets + np.where(mask, instance.sizes, 0)
+
+
+def place(
+    instance: Instance, order: Iterable[int], best_fit: bool, fixed: Fixed | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Places the buffers in `order` around the `fixed` ones (none by default); returns
+    (pools, offsets) of every buffer placed (the others keep pool -1). Raises NoFit."""
+    if not instance.use_adjacency():
+        return _place_indexed(instance, order, best_fit, fixed)
     sizes = instance.sizes
     alignments = instance.alignments
     capacities = instance.capacities
     candidates = instance.candidate_pools
-    placed_pool = np.full(count, -1, dtype=INT)
-    offsets = np.zeros(count, dtype=INT)
-    highs = np.zeros(count, dtype=INT)
+    placed_pool, offsets, highs = _initial_state(instance, fixed)
     indptr, indices = instance.adjacency()
     for buffer in (int(b) for b in order):
         size = int(sizes[buffer])
@@ -151,32 +166,122 @@ def place(
     return placed_pool, offsets
 
 
+RECENT_LIMIT = 256
+"""`_PlacedItems` keeps up to this many newly placed intervals in a list it scans, before
+merging them into its sorted arrays."""
+
+
+SLICE_QUERY_ABOVE = 1_000
+"""Above this many candidate intervals, `_PlacedItems.overlapping` reads runs as slices."""
+
+
+class _PlacedItems:
+    """The placed intervals of one pool, with their byte ranges: sorted by the interval
+    index's key (length class, start) so that the ones overlapping a time range are found with
+    binary searches, plus a short unsorted list of the latest ones. Holding only placed
+    intervals (not every interval, as `IntervalIndex` does) keeps queries to what a placement
+    must look at."""
+
+    def __init__(self, index: IntervalIndex) -> None:
+        self.index = index
+        self.keys = np.empty(0, dtype=INT)
+        self.ends = np.empty(0, dtype=INT)
+        self.lows = np.empty(0, dtype=INT)
+        self.highs = np.empty(0, dtype=INT)
+        self.recent = 0
+        self.recent_keys = np.empty(RECENT_LIMIT, dtype=INT)
+        self.recent_starts = np.empty(RECENT_LIMIT, dtype=INT)
+        self.recent_ends = np.empty(RECENT_LIMIT, dtype=INT)
+        self.recent_lows = np.empty(RECENT_LIMIT, dtype=INT)
+        self.recent_highs = np.empty(RECENT_LIMIT, dtype=INT)
+
+    def add_many(self, positions: np.ndarray, lows: np.ndarray, highs: np.ndarray) -> None:
+        """Adds intervals by index position (any number: merged into the sorted arrays)."""
+        self._merge(self.index.keys[positions], self.index.end[positions], lows, highs)
+
+    def add(self, position: int, low: int, high: int) -> None:
+        at = self.recent
+        self.recent_keys[at] = self.index.keys[position]
+        self.recent_ends[at] = self.index.end[position]
+        self.recent_starts[at] = self.index.start[position]
+        self.recent_lows[at] = low
+        self.recent_highs[at] = high
+        self.recent = at + 1
+        if self.recent == RECENT_LIMIT:
+            self._merge(self.recent_keys, self.recent_ends, self.recent_lows, self.recent_highs)
+            self.recent = 0
+
+    def _merge(
+        self, keys: np.ndarray, ends: np.ndarray, lows: np.ndarray, highs: np.ndarray
+    ) -> None:
+        # Sort the few new ones and insert them: linear in the placed intervals, where sorting
+        # everything again would cost a log factor more at every merge.
+        order = np.argsort(keys, kind="stable")
+        keys = keys[order]
+        at = np.searchsorted(self.keys, keys, "right")
+        self.keys = np.insert(self.keys, at, keys)
+        self.ends = np.insert(self.ends, at, ends[order])
+        self.lows = np.insert(self.lows, at, lows[order])
+        self.highs = np.insert(self.highs, at, highs[order])
+
+    def overlapping(self, start: int, end: int) -> tuple[np.ndarray, np.ndarray]:
+        """(lows, highs) of the placed intervals overlapping [start, end)."""
+        index = self.index
+        low = np.maximum(start - index.class_reach + 1 - index.time_min, 0)
+        high = min(end - index.time_min, index.span)
+        first = np.searchsorted(self.keys, index.class_base + low, "left")
+        last = np.searchsorted(self.keys, index.class_base + high, "left")
+        counts = last - first
+        total = int(counts.sum())
+        if total > SLICE_QUERY_ABOVE:
+            # Many intervals: read each run as a slice (contiguous) rather than gathering.
+            low_parts: list[np.ndarray] = []
+            high_parts: list[np.ndarray] = []
+            for run_first, run_last in zip(first.tolist(), last.tolist(), strict=True):
+                if run_first < run_last:
+                    hit = self.ends[run_first:run_last] > start
+                    low_parts.append(self.lows[run_first:run_last][hit])
+                    high_parts.append(self.highs[run_first:run_last][hit])
+            lows, highs = np.concatenate(low_parts), np.concatenate(high_parts)
+        else:
+            positions = np.arange(total, dtype=INT) + np.repeat(
+                first - np.cumsum(counts) + counts, counts
+            )
+            positions = positions[self.ends[positions] > start]
+            lows, highs = self.lows[positions], self.highs[positions]
+        if self.recent:
+            count = self.recent
+            hit = (self.recent_starts[:count] < end) & (self.recent_ends[:count] > start)
+            lows = np.concatenate([lows, self.recent_lows[:count][hit]])
+            highs = np.concatenate([highs, self.recent_highs[:count][hit]])
+        return lows, highs
+
+
 def _place_indexed(
-    instance: Instance, order: Iterable[int], best_fit: bool
+    instance: Instance, order: Iterable[int], best_fit: bool, fixed: Fixed | None
 ) -> tuple[np.ndarray, np.ndarray]:
-    """`place` for problems whose conflict graph is too big to build: overlaps come from the
-    interval index, whose positions carry the placed pool and byte range of their buffer (so a
-    query reads contiguous state without going through buffer indices)."""
-    count = instance.count
+    """`place` for problems whose conflict graph is too big to build: overlaps come from, per
+    pool, an index of the placed intervals (`_PlacedItems`)."""
     sizes = instance.sizes
     alignments = instance.alignments
     capacities = instance.capacities
     candidates = instance.candidate_pools
     index = instance.index()
-    positions_of = [index.position_of_item[items] for items in instance.buffer_items]
     starts, ends = instance.item_start, instance.item_end
-    # Per pool, per index position: the interval's end once its buffer is placed in that
-    # pool, else a time before everything (so one comparison finds placed overlaps).
-    never = np.iinfo(INT).min
-    end_in_pool = {
-        pool: np.full(len(index.keys), never, dtype=INT) for pool in range(len(capacities))
-    }
-    low_at = np.zeros(len(index.keys), dtype=INT)
-    high_at = np.zeros(len(index.keys), dtype=INT)
-    index_end = index.end
-    placed_pool = np.full(count, -1, dtype=INT)
-    offsets = np.zeros(count, dtype=INT)
-    highs = np.zeros(count, dtype=INT)
+    placed = [_PlacedItems(index) for _ in range(len(capacities))]
+    placed_pool, offsets, highs = _initial_state(instance, fixed)
+    highest_low = [0] * len(capacities)  # per pool, the highest offset placed there
+    if fixed is not None:
+        items = np.flatnonzero(placed_pool[instance.item_owner] >= 0)
+        item_owners = instance.item_owner[items]
+        for pool, pool_items in enumerate(placed):
+            in_pool = placed_pool[item_owners] == pool
+            owners = item_owners[in_pool]
+            pool_items.add_many(
+                index.position_of_item[items[in_pool]], offsets[owners], highs[owners]
+            )
+            members = offsets[placed_pool == pool]
+            highest_low[pool] = int(members.max()) if len(members) else 0
     explicit_indptr, explicit_indices = instance.explicit_indptr, instance.explicit_indices
     for buffer in (int(b) for b in order):
         size = int(sizes[buffer])
@@ -185,30 +290,30 @@ def _place_indexed(
             placed_pool[buffer] = pools[0]
             continue
         items = instance.buffer_items[buffer].tolist()
-        nears = [index.positions_near(int(starts[i]), int(ends[i])) for i in items]
         explicit = explicit_indices[explicit_indptr[buffer] : explicit_indptr[buffer + 1]]
         alignment = int(alignments[buffer])
         for pool in pools:
-            placed_ends = end_in_pool[pool]
-            parts = [
-                near[placed_ends[near] > starts[item]]
-                for item, near in zip(items, nears, strict=True)
-            ]
-            chosen = parts[0] if len(parts) == 1 else np.concatenate(parts)
-            lows, tops = low_at[chosen], high_at[chosen]
+            pool_items = placed[pool]
+            if len(items) == 1:
+                lows, tops = pool_items.overlapping(int(starts[items[0]]), int(ends[items[0]]))
+            else:
+                parts = [pool_items.overlapping(int(starts[i]), int(ends[i])) for i in items]
+                lows = np.concatenate([part[0] for part in parts])
+                tops = np.concatenate([part[1] for part in parts])
             if len(explicit):
                 others = explicit[placed_pool[explicit] == pool]
                 lows = np.concatenate([lows, offsets[others]])
                 tops = np.concatenate([tops, highs[others]])
-            offset = find_offset(lows, tops, size, alignment, int(capacities[pool]), best_fit)
+            offset = find_offset(
+                lows, tops, size, alignment, int(capacities[pool]), best_fit, highest_low[pool]
+            )
             if offset >= 0:
                 placed_pool[buffer] = pool
                 offsets[buffer] = offset
                 highs[buffer] = offset + size
-                own = positions_of[buffer]
-                placed_ends[own] = index_end[own]
-                low_at[own] = offset
-                high_at[own] = offset + size
+                highest_low[pool] = max(highest_low[pool], offset)
+                for item in items:
+                    pool_items.add(int(index.position_of_item[item]), offset, offset + size)
                 break
         else:
             raise NoFit(buffer)
@@ -261,8 +366,9 @@ def to_plan(pools: np.ndarray, offsets: np.ndarray) -> Plan:
 
 
 MANDATORY_VARIANTS = 2
-"""The portfolio always runs the first two variants, greedy_first_fit's and greedy_best_fit's,
-so that it (and `auto`) is never worse than either, even past a deadline."""
+"""The portfolio runs the first two variants, greedy_first_fit's and greedy_best_fit's, past its
+own deadline (so that it, and `auto`, is no worse than either), unless a hard deadline says
+the second one cannot finish in time."""
 
 
 def portfolio_variants(instance: Instance) -> list[tuple[str, str]]:
@@ -287,23 +393,28 @@ def best_of_portfolio(
     instance: Instance,
     variants: list[tuple[str, str]] | None = None,
     deadline: float | None = None,
+    hard_deadline: float | None = None,
 ) -> GreedyPlan | None:
     """The best plan over the greedy variants, or None when no variant fits within the
-    capacities. With a deadline, stops after the variant that passes it (the mandatory
-    variants always run)."""
+    capacities. With a deadline, no variant starts after it, nor (estimating a pass by the
+    slowest one so far) one that would end past it; the mandatory variants are held to
+    `hard_deadline` instead (the first one always runs)."""
     best: GreedyPlan | None = None
+    slowest = 0.0
     for position, (order_name, fit) in enumerate(variants or portfolio_variants(instance)):
-        if (
-            position >= MANDATORY_VARIANTS
-            and deadline is not None
-            and time.perf_counter() > deadline
-        ):
+        limit = hard_deadline if position < MANDATORY_VARIANTS else deadline
+        if position and limit is not None and time.perf_counter() + slowest > limit:
+            if position < MANDATORY_VARIANTS:
+                continue
             break
+        started = time.perf_counter()
         order = order_of(instance, order_name)
         try:
             pools, offsets = place(instance, order, fit == "best")
         except NoFit:
             continue
+        finally:
+            slowest = max(slowest, time.perf_counter() - started)
         cost = plan_cost(instance, pools, offsets)
         if best is None or cost < best.cost:
             best = GreedyPlan(pools, offsets, order, fit == "best", f"{order_name}/{fit}", cost)

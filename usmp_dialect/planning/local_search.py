@@ -8,9 +8,15 @@ iterations):
   is placed before what it had to sit on;
 * swap two buffers of the order (TVM's hill_climb move);
 
-each re-placed with first fit or best fit, whichever the current best plan used. The search
-starts from the best greedy variant and stops at the lower bound, at the iteration budget or at
-the time limit, or after PATIENCE iterations without a strict improvement.
+each re-placed with first fit or best fit, whichever the current best plan used;
+
+* repair (ruin and recreate): take out the buffers at the top of a pool at its peak and place
+  them again, in another order, around the others (cheap on huge problems, where it is the
+  only move).
+
+The search starts from the best greedy variant and stops at the lower bound, at the iteration
+budget or at the time limit (no move starts that the slowest one so far says would end past
+it), or after PATIENCE iterations without a strict improvement.
 """
 
 from __future__ import annotations
@@ -37,6 +43,67 @@ ITERATIONS_PER_BUFFER = 20
 """The iteration budget is min(MAX_ITERATIONS, 100 + ITERATIONS_PER_BUFFER x buffers)."""
 PATIENCE = 200
 """Stop after this many iterations without a strict improvement."""
+REPAIR_SHARE = 0.25
+"""The share of `repair` moves (the rest perturb the whole order and re-place everything)."""
+REPAIR_ONLY_ABOVE = 4_000
+"""Above this many buffers a whole re-placement is too slow to repeat: every move repairs."""
+REPAIR_LOCAL_SHARE = 0.5
+"""The share of repairs that take out only buffers live with a critical one."""
+REPAIR_MIN = 8
+REPAIR_MAX = 400
+"""How many of the highest buffers a repair takes out: random in [REPAIR_MIN, REPAIR_MAX]."""
+
+
+def repair(
+    instance: Instance,
+    pools: np.ndarray,
+    offsets: np.ndarray,
+    rng: np.random.Generator,
+) -> tuple[np.ndarray, np.ndarray]:
+    """A ruin-and-recreate move: takes out the buffers at the top of a pool that reaches its
+    peak (those ending above the k-th highest end, k random up to REPAIR_MAX) and places them
+    again, in a perturbed size order or a random one, with first or best fit, around the
+    buffers left in place (which may offer them gaps lower down). Raises NoFit."""
+    sizes = instance.sizes
+    tops = offsets + sizes
+    pool_tops = np.zeros(len(instance.capacities), dtype=INT)
+    np.maximum.at(pool_tops, pools, tops)
+    critical = np.flatnonzero((tops == pool_tops[pools]) & (sizes > 0))
+    chosen = int(critical[rng.integers(len(critical))])
+    pool = int(pools[chosen])
+    members = np.flatnonzero((pools == pool) & (sizes > 0))
+    if rng.random() < REPAIR_LOCAL_SHARE:
+        # Only the buffers live with the critical one: a deeper ruin where the peak is.
+        neighbours = _time_neighbours(instance, chosen)
+        local = neighbours[(pools[neighbours] == pool) & (sizes[neighbours] > 0)]
+        members = np.union1d(local, [chosen])
+    most = min(len(members), REPAIR_MAX)
+    count = int(rng.integers(min(most, REPAIR_MIN), most + 1))
+    threshold = np.partition(tops[members], len(members) - count)[len(members) - count]
+    removed = members[tops[members] >= threshold]
+    if rng.random() < 0.5:
+        removed = rng.permutation(removed)
+    else:
+        removed = removed[np.lexsort((removed, -sizes[removed]))]
+        for _ in range(int(rng.integers(1, 4))):
+            first, second = rng.integers(len(removed), size=2)
+            removed[[first, second]] = removed[[second, first]]
+    kept = np.ones(instance.count, dtype=bool)
+    kept[removed] = False
+    return place(instance, removed, bool(rng.random() < 0.5), fixed=(pools, offsets, kept))
+
+
+def _time_neighbours(instance: Instance, buffer: int) -> np.ndarray:
+    """The buffers live at some time `buffer` is (explicit conflicts aside), sorted."""
+    if instance.use_adjacency():
+        indptr, indices = instance.adjacency()
+        return indices[indptr[buffer] : indptr[buffer + 1]]
+    index = instance.index()
+    found = [
+        index.owners_overlapping(int(instance.item_start[item]), int(instance.item_end[item]))
+        for item in instance.buffer_items[buffer].tolist()
+    ]
+    return np.unique(np.concatenate(found)) if found else np.empty(0, dtype=INT)
 
 
 def improve(
@@ -58,34 +125,27 @@ def improve(
     if max_iterations is None:
         max_iterations = min(MAX_ITERATIONS, 100 + ITERATIONS_PER_BUFFER * count)
     stale = 0
+    slowest = {True: 0.0, False: 0.0}  # per move kind (repair?), the longest one so far
     for _ in range(max_iterations):
-        if cost[0] <= bound or count < 2 or stale >= PATIENCE or time.perf_counter() > deadline:
+        started = time.perf_counter()
+        if cost[0] <= bound or count < 2 or stale >= PATIENCE or started > deadline:
             break
         stale += 1
-        candidate = order.copy()
-        tops = offsets + instance.sizes
-        if rng.random() < 0.5:
-            pool_tops = np.zeros(len(instance.capacities), dtype=INT)
-            np.maximum.at(pool_tops, pools, tops)
-            critical = np.flatnonzero(tops == pool_tops[pools])
-            buffer = int(critical[rng.integers(len(critical))])
-            position = int(np.flatnonzero(candidate == buffer)[0])
-            target = int(rng.integers(position + 1))
-            candidate = np.concatenate(
-                [
-                    candidate[:target],
-                    [buffer],
-                    candidate[target:position],
-                    candidate[position + 1 :],
-                ]
-            ).astype(INT)
-        else:
-            first, second = rng.choice(count, size=2, replace=False)
-            candidate[[first, second]] = candidate[[second, first]]
+        move = rng.random()
+        is_repair = count > REPAIR_ONLY_ABOVE or move < REPAIR_SHARE
+        if started + slowest[is_repair] > deadline:
+            break  # it would likely end past the deadline (estimated by the slowest so far)
         try:
-            new_pools, new_offsets = place(instance, candidate, best_fit)
+            if is_repair:
+                new_pools, new_offsets = repair(instance, pools, offsets, rng)
+                candidate = order
+            else:
+                candidate = _perturbed(instance, order, pools, offsets, rng)
+                new_pools, new_offsets = place(instance, candidate, best_fit)
         except NoFit:
             continue
+        finally:
+            slowest[is_repair] = max(slowest[is_repair], time.perf_counter() - started)
         new_cost = plan_cost(instance, new_pools, new_offsets)
         if new_cost < cost:
             stale = 0
@@ -94,11 +154,37 @@ def improve(
     return pools, offsets
 
 
+def _perturbed(
+    instance: Instance,
+    order: np.ndarray,
+    pools: np.ndarray,
+    offsets: np.ndarray,
+    rng: np.random.Generator,
+) -> np.ndarray:
+    """`order` with one critical buffer pulled forward, or two buffers swapped."""
+    candidate = order.copy()
+    count = len(order)
+    if rng.random() < 0.5:
+        tops = offsets + instance.sizes
+        pool_tops = np.zeros(len(instance.capacities), dtype=INT)
+        np.maximum.at(pool_tops, pools, tops)
+        critical = np.flatnonzero(tops == pool_tops[pools])
+        buffer = int(critical[rng.integers(len(critical))])
+        position = int(np.flatnonzero(candidate == buffer)[0])
+        target = int(rng.integers(position + 1))
+        return np.concatenate(
+            [candidate[:target], [buffer], candidate[target:position], candidate[position + 1 :]]
+        ).astype(INT)
+    first, second = rng.choice(count, size=2, replace=False)
+    candidate[[first, second]] = candidate[[second, first]]
+    return candidate
+
+
 def local_search(problem: Problem, options: PlanOptions) -> AlgorithmResult:
     """Order perturbation over the best greedy variant, within options.time_limit_s."""
     deadline = time.perf_counter() + options.time_limit_s
     instance = prepare(problem)
-    start = best_of_portfolio(instance, deadline=deadline)
+    start = best_of_portfolio(instance, deadline=deadline, hard_deadline=deadline)
     if start is None:
         raise diagnose_no_fit(instance)
     return AlgorithmResult(to_plan(*improve(instance, start, deadline, options.seed)))

@@ -209,6 +209,7 @@ def lower_bound(problem: Problem, members: list[int] | None = None) -> int:
     indices = list(range(len(problem.buffers))) if members is None else list(members)
     bound = peak_live_bytes(problem, indices)
     bound = max(bound, max((problem.buffers[i].size_bytes for i in indices), default=0))
+    bound = max(bound, aligned_peak(problem, indices))
     seeds = [i for i in indices if problem.buffers[i].conflicts]
     if not seeds or len(seeds) > CLIQUE_SEARCH_LIMIT:
         return bound
@@ -226,6 +227,74 @@ def lower_bound(problem: Problem, members: list[int] | None = None) -> int:
                 common &= neighbours.get(candidate, set())
         bound = max(bound, weight)
     return bound
+
+
+ALIGNED_CANDIDATE_LIMIT = 256
+"""Most sweep times at which `aligned_peak` computes the live set's largest padding exactly;
+beyond that it subtracts the largest padding over all the buffers of the class instead."""
+
+
+def aligned_peak(problem: Problem, members: list[int] | None = None) -> int:
+    """A lower bound that counts alignment padding (0 when every alignment is 1).
+
+    Proof. Take buffers of positive size that are all live at one time t, each with an
+    alignment of at least `a` (powers of two, so every offset is a multiple of `a`). Sort them
+    by offset: b_1 < ... < b_k. Consecutive ones do not overlap, so offset(b_i+1) >=
+    offset(b_i) + size(b_i), and both offsets are multiples of `a`, hence offset(b_i+1) >=
+    offset(b_i) + align_up(size(b_i), a). So the pool reaches at least
+    sum(align_up(size, a)) - (align_up(size(b_k), a) - size(b_k)) >= S_a(t) - P_a(t), where
+    S_a(t) sums align_up(size, a) and P_a(t) is the largest padding `align_up(size, a) - size`
+    over those buffers. The bound is the maximum of S_a(t) - P_a(t) over every time t and
+    every alignment `a` in use, with the buffers of alignment >= a (for the smallest `a`, every
+    buffer: the bound is then never below `peak_live_bytes`). Only interval lifetimes count.
+    """
+    indices = range(len(problem.buffers)) if members is None else members
+    buffers = problem.buffers
+    aligned = [i for i in indices if buffers[i].alignment > 1 and buffers[i].size_bytes > 0]
+    if not aligned:
+        return 0
+    positive = [i for i in indices if buffers[i].size_bytes > 0 and buffers[i].live]
+    owners, starts, ends = _live_events(problem, positive)
+    if not len(owners):
+        return 0
+    sizes = np.array([buffers[i].size_bytes for i in owners.tolist()], dtype=np.int64)
+    alignments = np.array([buffers[i].alignment for i in owners.tolist()], dtype=np.int64)
+    best = 0
+    for alignment in sorted({int(a) for a in alignments.tolist()}):
+        if alignment == 1:
+            continue
+        keep = alignments >= alignment
+        best = max(best, _aligned_sweep(sizes[keep], starts[keep], ends[keep], alignment))
+    return best
+
+
+def _aligned_sweep(sizes: np.ndarray, starts: np.ndarray, ends: np.ndarray, alignment: int) -> int:
+    """max over t of S_a(t) - P_a(t) (see `aligned_peak`) for the given live items."""
+    padded = -(-sizes // alignment) * alignment
+    pads = padded - sizes
+    # A buffer's merged intervals never overlap each other, so each time counts it at most
+    # once. At one time, ends sort before starts (half-open intervals); a start event's running
+    # total may miss starts at the same time, which only lowers (so keeps valid) its value.
+    times = np.concatenate([starts, ends])
+    deltas = np.concatenate([padded, -padded])
+    order = np.lexsort((deltas, times))
+    totals = np.cumsum(deltas[order])
+    is_start = deltas[order] > 0
+    if not is_start.any():
+        return 0
+    start_totals = totals[is_start]
+    start_times = times[order][is_start]
+    largest_pad = int(pads.max())
+    floor = int(start_totals.max()) - largest_pad
+    candidates = np.flatnonzero(start_totals > floor)
+    if len(candidates) > ALIGNED_CANDIDATE_LIMIT:
+        return max(floor, 0)
+    best = floor
+    for position in candidates.tolist():
+        moment = int(start_times[position])
+        live = (starts <= moment) & (ends > moment)
+        best = max(best, int(start_totals[position]) - int(pads[live].max()))
+    return max(best, 0)
 
 
 def _member_neighbours(
