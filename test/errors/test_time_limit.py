@@ -92,7 +92,7 @@ def test_usmp_opt_returns_a_valid_plan_not_proven_optimal(
     assert len(run.stderr_lines) == 1
     note = run.stderr_lines[0]
     assert note.startswith(
-        f"usmp-plan: note: time limit {TIME_LIMIT_S} s reached: the plan is valid but not "
+        f"note: usmp-plan pass: time limit {TIME_LIMIT_S} s reached: the plan is valid but not "
         "proven optimal: @global_workspace "
     )
 

@@ -65,7 +65,9 @@ def check_plan_options(time_limit: float, seed: int) -> None:
 
 
 def not_optimal_note(problem: Problem, result: PlanResult, time_limit_s: float) -> str | None:
-    """The stderr note for a search the time limit stopped before it proved its plan optimal."""
+    """The stderr note for a search the time limit stopped before it proved its plan optimal.
+
+    The note names the pass, not a program: the pass runs inside `usmp-opt` and other drivers."""
     if result.proven_optimal or result.time_s < time_limit_s:
         return None
     pools = ", ".join(
@@ -76,7 +78,7 @@ def not_optimal_note(problem: Problem, result: PlanResult, time_limit_s: float) 
         if size
     )
     return (
-        f"usmp-plan: note: time limit {time_limit_s:g} s reached: the plan is valid but not "
+        f"note: usmp-plan pass: time limit {time_limit_s:g} s reached: the plan is valid but not "
         f"proven optimal: {pools}"
     )
 

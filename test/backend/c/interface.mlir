@@ -129,7 +129,7 @@ builtin.module attributes {usmp.io_allocations = [{name = "x", kind = "input", p
 
 // CHECK-LABEL: int32_t net_run(struct net_workspace_pools* workspace_pools) {
 // CHECK-NEXT:    uint8_t* sram = (uint8_t*)workspace_pools->sram;
-// CHECK:         memcpy(y, x, 4 * sizeof(float));
+// CHECK:         memmove(y, x, 4 * sizeof(float));
 // CHECK-NEXT:    return 0;
 // CHECK-NEXT:  }
 // CHECK-LABEL: struct net_inputs net_map_inputs(struct net_workspace_pools* workspace_pools) {

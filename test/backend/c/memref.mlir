@@ -70,5 +70,5 @@ func.func @main(%a: memref<4x8xf32>, %o: memref<2x4xf32>, %t: memref<4xi16>) {
 // CHECK-LABEL: int32_t usmp_default_run(
 // CHECK:         views(a, o, 1);
 // CHECK-NEXT:    const int16_t* g = (const int16_t*)lut;
-// CHECK-NEXT:    memcpy(t, g, 4 * sizeof(int16_t));
+// CHECK-NEXT:    memmove(t, g, 4 * sizeof(int16_t));
 // CHECK-NEXT:    int32_t* cnt = (int32_t*)counter;

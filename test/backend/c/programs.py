@@ -318,6 +318,22 @@ def mixed_types(rng: np.random.Generator) -> Program:
     )
 
 
+# ---- unused buffers: operators holding buffers they never touch, a function never called ----
+# Their pools are no C parameters and the uncalled function is not printed (gcc -Werror).
+
+
+def unused_buffers(rng: np.random.Generator) -> Program:
+    x = rng.integers(-100, 100, (8,), dtype=np.int32)
+    k = rng.integers(-100, 100, (8,), dtype=np.int32)
+    unused = rng.integers(-100, 100, (8,), dtype=np.int32)
+    mlir = _render(_template("unused_buffers"), k=dense(k), unused=dense(unused))
+
+    def reference(inputs: dict[str, Array]) -> dict[str, Array]:
+        return {"y": inputs["x"].astype(np.int64) * k * k}
+
+    return Program("unused_buffers", mlir, {"x": x}, {"y": ((8,), np.dtype(np.int32))}, reference)
+
+
 ALL_PROGRAMS: dict[str, Callable[[np.random.Generator], Program]] = {
     "elementwise": elementwise,
     "matmul": matmul,
@@ -327,4 +343,5 @@ ALL_PROGRAMS: dict[str, Callable[[np.random.Generator], Program]] = {
     "int8_requant": int8_requant,
     "int_ops": int_ops,
     "mixed_types": mixed_types,
+    "unused_buffers": unused_buffers,
 }

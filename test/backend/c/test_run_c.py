@@ -330,6 +330,7 @@ def _with_fresh_inputs(program: programs.Program, rng: np.random.Generator) -> p
     [
         ("residual", 600),  # one 576-byte activation fits the SRAM, the others spill to DRAM
         ("conv2d", 512),  # nothing fits: the external SRAM pool stays empty
+        ("unused_buffers", 16),  # nothing fits: pools only unused buffers reach are no parameters
     ],
 )
 def test_u3_several_pools(name: str, sram_bytes: int, tmp_path: Path) -> None:
@@ -369,7 +370,7 @@ def test_u3_several_pools(name: str, sram_bytes: int, tmp_path: Path) -> None:
 # ---- U4: inputs and outputs inside the workspace pool ----------------------------------------
 
 
-@pytest.mark.parametrize("name", ["matmul", "int8_requant", "pooling"])
+@pytest.mark.parametrize("name", ["matmul", "int8_requant", "pooling", "unused_buffers"])
 def test_u4_io_in_workspace(name: str, tmp_path: Path) -> None:
     program = programs.ALL_PROGRAMS[name](np.random.default_rng(11))
     model = Model("net", program)

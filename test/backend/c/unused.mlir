@@ -25,5 +25,5 @@ func.func @main(%x: memref<4xf32>, %y: memref<4xf32>) {
 // CHECK-NEXT:    (void)workspace_pools;
 // CHECK-NEXT:    // buffer a: pool sram, offset 0, 16 bytes (unused)
 // CHECK-NEXT:    // buffer b: pool dram, offset 0, 16 bytes (unused)
-// CHECK-NEXT:    memcpy(y, x, 4 * sizeof(float));
+// CHECK-NEXT:    memmove(y, x, 4 * sizeof(float));
 // CHECK-NEXT:    return 0;

@@ -8,7 +8,7 @@ prints as `a[i * 16 + j]`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import singledispatchmethod
 
@@ -20,12 +20,11 @@ from xdsl.dialects.builtin import (
     IntegerAttr,
     IntegerType,
     MemRefType,
-    ModuleOp,
     StringAttr,
     SymbolRefAttr,
     UnknownLoc,
 )
-from xdsl.ir import Attribute, Block, BlockArgument, Operation, Region, SSAValue
+from xdsl.ir import Attribute, Block, BlockArgument, Operation, Region, SSAValue, Use
 from xdsl.ir.affine import (
     AffineBinaryOpExpr,
     AffineBinaryOpKind,
@@ -100,11 +99,12 @@ def unsupported_op_error(op: Operation) -> DiagnosticException:
     return DiagnosticException(f"C backend: cannot print '{op.name}' {where}{hint}")
 
 
-def check_planned(module: ModuleOp) -> None:
-    """Fails with the `usmp` hint when any allocation is still unplanned."""
-    for op in module.walk():
-        if op.name in UNPLANNED_ALLOCATIONS:
-            raise unsupported_op_error(op)
+def check_planned(ops: Iterable[Operation]) -> None:
+    """Fails with the `usmp` hint when any allocation in `ops` is still unplanned."""
+    for top in ops:
+        for op in top.walk():
+            if op.name in UNPLANNED_ALLOCATIONS:
+                raise unsupported_op_error(op)
 
 
 @dataclass(frozen=True)
@@ -131,8 +131,25 @@ class MemrefValue:
         return self.strides == row_major_strides(self.shape)
 
 
-def dead_ops(function: Operation) -> set[Operation]:
-    """Side-effect-free ops whose results nothing printed uses (C rejects unused locals)."""
+def is_dead_use(use: Use, dead: set[Operation], dropped: Mapping[str, frozenset[int]]) -> bool:
+    """Whether the C code does not print `use`: its op is dead, or it is a call argument the
+    callee's C function does not take (`dropped`: function name -> dropped positions)."""
+    user = use.operation
+    if user in dead:
+        return True
+    return isinstance(user, func.CallOp) and use.index in dropped.get(
+        user.callee.root_reference.data, frozenset()
+    )
+
+
+def dead_ops(
+    function: Operation, dropped: Mapping[str, frozenset[int]] | None = None
+) -> set[Operation]:
+    """Side-effect-free ops whose results nothing printed uses (C rejects unused locals).
+
+    `dropped` names the call arguments that are not printed (pool parameters a callee does not
+    use), so a value only passed there is dead too."""
+    dropped = dropped or {}
     ops = list(function.walk())
     dead: set[Operation] = set()
     changed = True
@@ -141,7 +158,7 @@ def dead_ops(function: Operation) -> set[Operation]:
         for op in reversed(ops):
             if op in dead or not isinstance(op, _PURE_OPS) or not op.results:
                 continue
-            if all(use.operation in dead for result in op.results for use in result.uses):
+            if all(is_dead_use(use, dead, dropped) for result in op.results for use in result.uses):
                 dead.add(op)
                 changed = True
     return dead
@@ -174,6 +191,8 @@ class FunctionSignature:
 
     c_name: str
     const_params: tuple[bool, ...]
+    # Pool parameters the function does not use: neither its C prototype nor its calls have them.
+    dropped: frozenset[int] = frozenset()
 
 
 @dataclass
@@ -545,6 +564,8 @@ class CFunctionPrinter(BasePrinter):
             )
         arguments: list[str] = []
         for position, operand in enumerate(op.arguments):
+            if position in signature.dropped:
+                continue
             if isinstance(operand.type, MemRefType):
                 view = self.mem(operand)
                 const_param = (
@@ -1070,8 +1091,10 @@ class CFunctionPrinter(BasePrinter):
             count = 1
             for dim in source.shape:
                 count *= dim
+            # memmove: a copy may read and write the same bytes (a buffer copied onto itself,
+            # or a view of it), which memcpy leaves undefined.
             self.line(
-                f"memcpy({destination.name}, {source.name}, {count} * sizeof({source.element_c}));"
+                f"memmove({destination.name}, {source.name}, {count} * sizeof({source.element_c}));"
             )
             return
         indices = [self.names.fresh(f"copy_i{d}") for d in range(len(source.shape))]

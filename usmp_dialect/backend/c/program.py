@@ -4,6 +4,10 @@ The interface: `int32_t <p>_run(...)` with `struct <p>_inputs`, `struct <p>_outp
 any pool is external, `struct <p>_workspace_pools` (a `void*` per external pool); under U4
 (`usmp.io_allocations` on the module) `<p>_map_inputs` / `<p>_map_outputs` return pointers into
 the pools and `<p>_run` takes only the pools.
+
+Only the entry and the functions it (transitively) calls are printed and checked: other
+functions are not part of the model. Operator functions are `static` and take only the pools
+their printed code uses (a pool reached only through unused buffers is no parameter).
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ from usmp_dialect.backend.c.printer import (
     ModuleContext,
     check_planned,
     dead_ops,
+    is_dead_use,
     unsupported_op_error,
 )
 from usmp_dialect.dialects import pool
@@ -184,6 +189,52 @@ def _reachable_functions(module: ModuleOp, entry: func.FuncOp) -> list[func.Func
                     reached.add(name)
                     work.append(by_name[name])
     return [op for op in module.ops if isinstance(op, func.FuncOp) and op.sym_name.data in reached]
+
+
+def model_ops(module: ModuleOp, entry_name: str) -> list[Operation]:
+    """What the C code is made of: the module-level ops other than functions, and the functions
+    the entry reaches. Functions the entry never calls are not part of the model: they are not
+    printed (nor checked). Without the entry function, the whole module."""
+    entry = next(
+        (
+            op
+            for op in module.ops
+            if isinstance(op, func.FuncOp) and op.sym_name.data == entry_name and op.body.blocks
+        ),
+        None,
+    )
+    if entry is None:
+        return [module]
+    others: list[Operation] = [op for op in module.ops if not isinstance(op, func.FuncOp)]
+    return others + list(_reachable_functions(module, entry))
+
+
+def unused_pool_parameters(
+    functions: list[func.FuncOp], entry: func.FuncOp
+) -> dict[str, frozenset[int]]:
+    """For every printed operator function, the positions of its pool parameters (`pool.pool`)
+    that nothing printed uses, e.g. a pool only reached through an unused buffer: the C
+    function does not take them (SPEC §7: operator functions take the pools they use). A pool
+    only passed on to callees that drop it is dropped too."""
+    dropped: dict[str, frozenset[int]] = {f.sym_name.data: frozenset() for f in functions}
+    changed = True
+    while changed:
+        changed = False
+        for function in functions:
+            if function is entry or is_external(function):
+                continue
+            name = function.sym_name.data
+            dead = dead_ops(function, dropped)
+            unused = {
+                arg.index
+                for arg in function.body.block.args
+                if "pool.pool" in _argument_attributes(function, arg.index)
+                and all(is_dead_use(use, dead, dropped) for use in arg.uses)
+            }
+            if unused != dropped[name]:
+                dropped[name] = frozenset(unused)
+                changed = True
+    return dropped
 
 
 def _argument_attributes(function: func.FuncOp, index: int) -> dict[str, object]:
@@ -424,11 +475,12 @@ def _global_definition(op: memref.GlobalOp, c_name: str) -> str:
 
 
 def emit_source(module: ModuleOp, prefix: str, entry_name: str) -> str:
-    check_planned(module)
+    check_planned(model_ops(module, entry_name))
     written = written_arguments([op for op in module.ops if isinstance(op, func.FuncOp)])
     interface = build_interface(module, prefix, entry_name, written)
     entry = find_entry(module, entry_name)
     functions = _reachable_functions(module, entry)
+    dropped = unused_pool_parameters(functions, entry)
 
     global_names = NameTable()
     run_name = f"{prefix}_run"
@@ -449,7 +501,7 @@ def emit_source(module: ModuleOp, prefix: str, entry_name: str) -> str:
     # Pools: internal ones are static arrays, external ones come from workspace_pools.
     dead: set[Operation] = set()
     for function in functions:
-        dead |= dead_ops(function)
+        dead |= dead_ops(function, dropped)
     # One walk for the pools and the globals the printed functions use.
     used_pools: set[str] = set()
     used_globals: set[str] = set()
@@ -500,9 +552,8 @@ def emit_source(module: ModuleOp, prefix: str, entry_name: str) -> str:
             global_definitions += [_global_definition(op, c_name), ""]
 
     # External functions (declarations, other targets) keep their exact names: they link.
-    all_functions = [op for op in module.ops if isinstance(op, func.FuncOp)]
     c_names: dict[str, str] = {entry_name: run_name}
-    for function in all_functions:
+    for function in functions:
         name = function.sym_name.data
         if function is not entry and is_external(function):
             if sanitize(name) != name or name in global_names.taken:
@@ -513,11 +564,11 @@ def emit_source(module: ModuleOp, prefix: str, entry_name: str) -> str:
             global_names.taken.add(name)
             c_names[name] = name
     signatures: dict[str, FunctionSignature] = {}
-    for function in all_functions:
+    for function in functions:
         name = function.sym_name.data
         c_name = c_names.get(name) or global_names.fresh(name)
         flags = written.get(name, [True] * len(function.function_type.inputs.data))
-        signatures[name] = FunctionSignature(c_name, tuple(not f for f in flags))
+        signatures[name] = FunctionSignature(c_name, tuple(not f for f in flags), dropped[name])
 
     context = ModuleContext(signatures, pool_expressions, globals_, global_names, dead)
     prototypes: list[str] = []
@@ -655,6 +706,8 @@ def _emit_function_unchecked(
             printer.names.fresh(arg.name_hint or hint or f"arg{arg.index}"),
             is_pool=hint is not None,
         )
+        if arg.index in signature.dropped:
+            continue  # a pool nothing printed uses: not a parameter
         parameter_c = printer.memrefs[arg].pointer_c if arg in printer.memrefs else None
         parameters.append(f"{parameter_c or _parameter_type(arg.type, not const)} {name}")
     return_c = c_types.c_type(result_types[0]) if result_types else "void"
@@ -669,7 +722,7 @@ def _emit_function_unchecked(
     printer.line(prototype + " {")
     with printer.indented():
         for arg in function.body.block.args:
-            if not arg.uses:
+            if not arg.uses and arg.index not in signature.dropped:
                 unused = (
                     printer.memrefs[arg].name if arg in printer.memrefs else printer.scalars[arg]
                 )

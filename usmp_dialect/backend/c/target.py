@@ -14,7 +14,7 @@ from xdsl.utils.target import Target
 
 from usmp_dialect.backend.c.names import sanitize
 from usmp_dialect.backend.c.printer import check_planned
-from usmp_dialect.backend.c.program import build_interface, emit_header, emit_source
+from usmp_dialect.backend.c.program import build_interface, emit_header, emit_source, model_ops
 
 
 def _checked_prefix(prefix: str) -> str:
@@ -25,10 +25,10 @@ def _checked_prefix(prefix: str) -> str:
     return prefix
 
 
-def _check_structured(module: ModuleOp) -> None:
+def _check_structured(ops: list[Operation]) -> None:
     """Fails clearly on regions with several blocks: the backend prints structured control
     flow only (the program builder would otherwise stumble over them)."""
-    for op in module.walk():
+    for op in (op for top in ops for op in top.walk()):
         for region in op.regions:
             first_block = region.blocks.first
             if first_block is None or first_block is region.blocks.last:
@@ -54,8 +54,9 @@ class CTarget(Target):
     entry: str = "main"
 
     def emit(self, ctx: Context, module: ModuleOp, output: IO[str]) -> None:
-        check_planned(module)
-        _check_structured(module)
+        model = model_ops(module, self.entry)
+        check_planned(model)
+        _check_structured(model)
         output.write(emit_source(module, _checked_prefix(self.prefix), self.entry))
 
 
@@ -69,6 +70,7 @@ class CHeaderTarget(Target):
     entry: str = "main"
 
     def emit(self, ctx: Context, module: ModuleOp, output: IO[str]) -> None:
-        check_planned(module)
-        _check_structured(module)
+        model = model_ops(module, self.entry)
+        check_planned(model)
+        _check_structured(model)
         output.write(emit_header(build_interface(module, _checked_prefix(self.prefix), self.entry)))
