@@ -61,3 +61,9 @@ def _lookup(op: Operation, name: str | StringAttr | SymbolRefAttr) -> Operation 
 def indexed_symbol_lookup() -> None:
     """Makes `SymbolTable.lookup_symbol` use the per-table index (idempotent)."""
     SymbolTable.lookup_symbol = staticmethod(_lookup)  # type: ignore[method-assign]
+
+
+def stock_symbol_lookup() -> None:
+    """Restores xDSL's own `SymbolTable.lookup_symbol` (for side-by-side measurements)."""
+    SymbolTable.lookup_symbol = staticmethod(_original_lookup)  # type: ignore[method-assign]
+    _indexes.clear()
