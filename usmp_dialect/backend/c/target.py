@@ -44,6 +44,14 @@ def _check_structured(ops: list[Operation]) -> None:
             )
 
 
+def _check_printable(module: ModuleOp, entry: str) -> None:
+    """The model (the entry and what it reaches) is planned and structured, or a one-line
+    error says what to run."""
+    model = model_ops(module, entry)
+    check_planned(model)
+    _check_structured(model)
+
+
 @dataclass(frozen=True)
 class CTarget(Target):
     """`-t c`: the C source of a planned program (`-t 'c{prefix=net entry=main}'`)."""
@@ -54,9 +62,7 @@ class CTarget(Target):
     entry: str = "main"
 
     def emit(self, ctx: Context, module: ModuleOp, output: IO[str]) -> None:
-        model = model_ops(module, self.entry)
-        check_planned(model)
-        _check_structured(model)
+        _check_printable(module, self.entry)
         output.write(emit_source(module, _checked_prefix(self.prefix), self.entry))
 
 
@@ -70,7 +76,5 @@ class CHeaderTarget(Target):
     entry: str = "main"
 
     def emit(self, ctx: Context, module: ModuleOp, output: IO[str]) -> None:
-        model = model_ops(module, self.entry)
-        check_planned(model)
-        _check_structured(model)
+        _check_printable(module, self.entry)
         output.write(emit_header(build_interface(module, _checked_prefix(self.prefix), self.entry)))
