@@ -86,6 +86,7 @@ def plan_report(
 PANEL_WIDTH = 900.0
 PANEL_HEIGHT = 320.0
 MARGIN = 60.0
+RIGHT_MARGIN = 90.0  # room for the "lower bound" label
 PALETTE = ("#8dd3c7", "#ffffb3", "#bebada", "#fb8072", "#80b1d3", "#fdb462", "#b3de69", "#fccde5")
 
 
@@ -94,7 +95,7 @@ def memory_map_svg(analysis: BufferAnalysis, problem: Problem, result: PlanResul
     used = [index for index, size in enumerate(result.pool_sizes) if size > 0]
     time_end = max(analysis.timeline_end + 1, 1)
     height = MARGIN + len(used) * (PANEL_HEIGHT + MARGIN)
-    width = PANEL_WIDTH + 2 * MARGIN
+    width = MARGIN + PANEL_WIDTH + RIGHT_MARGIN
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" height="{height:.0f}" '
         f'font-family="sans-serif" font-size="11">',
@@ -137,6 +138,14 @@ def memory_map_svg(analysis: BufferAnalysis, problem: Problem, result: PlanResul
                 if h >= 10 and w >= 6 * len(info.name):
                     parts.append(
                         f'<text x="{x + 2:.1f}" y="{y + min(h / 2 + 4, h - 1):.1f}">'
+                        f"{escape(info.name)}</text>"
+                    )
+                elif w >= 12 and h >= 6 * len(info.name):
+                    # Tall and narrow: the name runs upwards along the rectangle.
+                    label_x, label_y = x + w / 2 + 4, y + h - 2
+                    parts.append(
+                        f'<text x="{label_x:.1f}" y="{label_y:.1f}" '
+                        f'transform="rotate(-90 {label_x:.1f} {label_y:.1f})">'
                         f"{escape(info.name)}</text>"
                     )
         if bound <= pool_size:
