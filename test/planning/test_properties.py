@@ -22,7 +22,8 @@ from usmp_dialect.planning.problem import (
 )
 
 GREEDY_FAMILY = ("greedy_first_fit", "greedy_best_fit", "portfolio", "local_search")
-ALL = (*GREEDY_FAMILY, "exact", "auto")
+TVM_FAMILY = ("greedy_by_size", "greedy_by_conflicts", "hill_climb")
+ALL = (*GREEDY_FAMILY, *TVM_FAMILY, "exact", "auto")
 OPTIONS = PlanOptions(time_limit_s=2.0, seed=1)
 QUICK = PlanOptions(time_limit_s=0.2, seed=1)
 """For local_search, whose iterations only matter for quality, not for these properties."""
