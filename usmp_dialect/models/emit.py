@@ -231,6 +231,17 @@ def _signature(names: Sequence[str], types: Sequence[str]) -> str:
     return ", ".join(f"%{n}: {t}" for n, t in zip(names, types, strict=True))
 
 
+def _operator_function(name: str, arguments: Sequence[tuple[str, str]]) -> _Function:
+    """A new operator function `@name` whose header declares `arguments` (name, type)."""
+    function = _Function()
+    for argument, _ in arguments:
+        function.fresh(argument)
+    names = [argument for argument, _ in arguments]
+    types = [type_ for _, type_ in arguments]
+    function.lines.append(f"func.func @{name}({_signature(names, types)}) {{")
+    return function
+
+
 def _is_pointwise(layer: Layer) -> bool:
     """A 1x1, stride 1 convolution: a matrix product on the input, weights `[out, in]`."""
     return (
@@ -271,12 +282,7 @@ def _conv2d(layer: Conv2D, network: Network, accumulator: str) -> list[str]:
     top, bottom, left, right = layer.padding
     in_type = memref_type(source.shape, "i8")
     out_type = memref_type(target.shape, "i8")
-    f = _Function()
-    f.fresh("input")
-    f.fresh("output")
-    f.lines.append(
-        f"func.func @{layer.name}({_signature(['input', 'output'], [in_type, out_type])}) {{"
-    )
+    f = _operator_function(layer.name, [("input", in_type), ("output", out_type)])
     pointwise = _is_pointwise(layer)
     if pointwise:
         weight_type = memref_type([out_channels, in_channels], "i8")
@@ -398,12 +404,7 @@ def _fully_connected(layer: FullyConnected, network: Network) -> list[str]:
     in_type = memref_type(source.shape, "i8")
     out_type = memref_type(target.shape, "i8")
     out_features, _ = layer.weights.shape
-    f = _Function()
-    f.fresh("input")
-    f.fresh("output")
-    f.lines.append(
-        f"func.func @{layer.name}({_signature(['input', 'output'], [in_type, out_type])}) {{"
-    )
+    f = _operator_function(layer.name, [("input", in_type), ("output", out_type)])
     weight_type = memref_type(layer.weights.shape, "i8")
     channel_type = memref_type([out_features], "i32")
     weights = _get_global(f, layer.name, "weights", weight_type)
@@ -438,12 +439,7 @@ def _avg_pool(layer: GlobalAvgPool, network: Network) -> list[str]:
     in_type = memref_type(source.shape, "i8")
     out_type = memref_type(target.shape, "i8")
     count = source.shape[1] * source.shape[2]
-    f = _Function()
-    f.fresh("input")
-    f.fresh("output")
-    f.lines.append(
-        f"func.func @{layer.name}({_signature(['input', 'output'], [in_type, out_type])}) {{"
-    )
+    f = _operator_function(layer.name, [("input", in_type), ("output", out_type)])
     accumulator_type = memref_type(target.shape, "i32")
     accumulator = f.fresh(f"{layer.name}_acc")
     f.line(f"{accumulator} = memref.alloc() : {accumulator_type}")
@@ -478,12 +474,7 @@ def _add(layer: Add, network: Network) -> list[str]:
     type_ = memref_type(target.shape, "i8")
     rank = len(target.shape)
     identity = list(range(rank))
-    f = _Function()
-    for name in ("input", "other", "output"):
-        f.fresh(name)
-    f.lines.append(
-        f"func.func @{layer.name}({_signature(['input', 'other', 'output'], [type_] * 3)}) {{"
-    )
+    f = _operator_function(layer.name, [("input", type_), ("other", type_), ("output", type_)])
     body = _Body(f, [("x", "i8"), ("y", "i8"), ("out", "i8")])
     left_shift = body.constant(layer.left_shift, "i64")
     scaled = []
