@@ -6,20 +6,18 @@ from __future__ import annotations
 
 import numpy as np
 from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 from usmp_dialect.planning import PlanningError, PlanOptions, solve
 from usmp_dialect.planning._core import prepare
 from usmp_dialect.planning.greedy import pool_sizes_array
 from usmp_dialect.planning.problem import (
-    Buffer,
     Plan,
-    Pool,
     Problem,
     conflict_lists,
     lower_bound,
     validate,
 )
+from usmp_dialect.testing.random_problems import problems
 
 GREEDY_FAMILY = ("greedy_first_fit", "greedy_best_fit", "portfolio", "local_search")
 TVM_FAMILY = ("greedy_by_size", "greedy_by_conflicts", "hill_climb")
@@ -27,37 +25,6 @@ ALL = (*GREEDY_FAMILY, *TVM_FAMILY, "exact", "auto")
 OPTIONS = PlanOptions(time_limit_s=2.0, seed=1)
 QUICK = PlanOptions(time_limit_s=0.2, seed=1)
 """For local_search, whose iterations only matter for quality, not for these properties."""
-
-
-@st.composite
-def problems(draw: st.DrawFn) -> Problem:
-    count = draw(st.integers(1, 9))
-    pool_count = draw(st.integers(1, 3))
-    interval_form = draw(st.booleans())
-    pools = tuple(
-        Pool(f"p{i}", draw(st.one_of(st.none(), st.integers(0, 160)))) for i in range(pool_count)
-    )
-    buffers = []
-    for index in range(count):
-        size = draw(st.integers(0, 40))
-        alignment = draw(st.sampled_from((1, 1, 2, 4, 8, 16)))
-        if interval_form:
-            live = []
-            for _ in range(draw(st.integers(1, 2))):
-                start = draw(st.integers(0, 10))
-                live.append((start, start + draw(st.integers(1, 5))))
-            conflicts: tuple[int, ...] = ()
-        else:
-            live = []
-            conflicts = tuple(
-                draw(st.lists(st.integers(0, count - 1), max_size=3)) if count > 1 else ()
-            )
-        candidates = draw(st.permutations(range(pool_count)))
-        candidates = candidates[: draw(st.integers(1, pool_count))]
-        buffers.append(
-            Buffer(f"b{index}", size, alignment, tuple(live), conflicts, tuple(candidates))
-        )
-    return Problem(tuple(buffers), pools)
 
 
 def fits_somewhere(
