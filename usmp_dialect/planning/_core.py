@@ -53,6 +53,7 @@ class Instance:
     _adjacency: tuple[np.ndarray, np.ndarray] | None = field(default=None, repr=False)
     _index: IntervalIndex | None = field(default=None, repr=False)
     _edges: int | None = field(default=None, repr=False)
+    _flat: FlatLists | None = field(default=None, repr=False)
 
     @property
     def count(self) -> int:
@@ -80,10 +81,37 @@ class Instance:
             self._adjacency = _build_adjacency(self)
         return self._adjacency
 
+    def flat(self) -> FlatLists:
+        """The per-buffer lists (candidate pools, items) as CSR arrays, for the native core."""
+        if self._flat is None:
+            pool_counts = np.fromiter((len(p) for p in self.candidate_pools), INT, self.count)
+            item_counts = np.fromiter((len(i) for i in self.buffer_items), INT, self.count)
+            self._flat = FlatLists(
+                candidate_indptr=np.concatenate(([0], np.cumsum(pool_counts))).astype(INT),
+                candidate_pools=np.fromiter(
+                    (p for pools in self.candidate_pools for p in pools),
+                    INT,
+                    int(pool_counts.sum()),
+                ),
+                item_indptr=np.concatenate(([0], np.cumsum(item_counts))).astype(INT),
+                items=np.concatenate([*self.buffer_items, np.empty(0, dtype=INT)]).astype(INT),
+            )
+        return self._flat
+
     def index(self) -> IntervalIndex:
         if self._index is None:
             self._index = IntervalIndex(self.item_owner, self.item_start, self.item_end)
         return self._index
+
+
+@dataclass(frozen=True)
+class FlatLists:
+    """An instance's per-buffer lists as CSR arrays (indptr, values)."""
+
+    candidate_indptr: np.ndarray
+    candidate_pools: np.ndarray
+    item_indptr: np.ndarray
+    items: np.ndarray
 
 
 class IntervalIndex:
@@ -256,8 +284,11 @@ def find_offset(
     """The offset for a block of `size` bytes that avoids every `[lows[i], highs[i])`:
     the lowest aligned free position (first fit), or the one in the smallest free gap that
     holds it (best fit; the top of the stack when no gap does). -1 when nothing fits under
-    `capacity`. Duplicate or empty ranges are harmless. `lows_below`, when given, is an upper
-    bound of `lows` (spares a pass over them)."""
+    `capacity`. Duplicate ranges are harmless; empty ones (zero-size buffers) occupy nothing.
+    `lows_below`, when given, is an upper bound of `lows` (spares a pass over them)."""
+    occupied = highs > lows
+    if not occupied.all():
+        lows, highs = lows[occupied], highs[occupied]
     if not len(lows):
         return 0 if size <= capacity else -1
     count = len(lows)

@@ -18,13 +18,16 @@ Orders (all ties broken by buffer index, so results are deterministic):
 
 from __future__ import annotations
 
+import ctypes
+import os
 import time
 from collections.abc import Iterable
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 
 import numpy as np
 
-from usmp_dialect.planning import AlgorithmResult, PlanOptions
+from usmp_dialect.planning import AlgorithmResult, PlanOptions, native
 from usmp_dialect.planning._core import INT, Instance, IntervalIndex, find_offset, prepare
 from usmp_dialect.planning.problem import Plan, PlanningError, Problem
 
@@ -32,9 +35,13 @@ ORDERS = ("size", "size_length", "area", "length", "conflicts", "start")
 FITS = ("first", "best")
 
 EDGE_BUDGET = 60_000_000
-"""A greedy pass costs about one unit per conflict pair: the portfolio runs as many variants
-(strongest first) as fit in this many units, at least one, so that it stays within seconds
-on tens of thousands of buffers."""
+"""With numpy, a greedy pass costs about one unit per conflict pair: the portfolio runs as many
+variants (strongest first) as fit in this many units, at least two, so that it stays within
+seconds on tens of thousands of buffers."""
+
+NATIVE_BUFFER_BUDGET = 250_000
+"""With the native core a pass costs about one unit per buffer (times a logarithm): as many
+variants as fit in this many units (all twelve up to ~20k buffers, four on 62k)."""
 
 VARIANTS = (
     ("size", "first"),
@@ -75,9 +82,11 @@ def first_starts(instance: Instance) -> np.ndarray:
 
 
 def degrees(instance: Instance) -> np.ndarray:
-    """Per buffer, how many buffers it conflicts with (estimated from interval counts when the
-    conflict graph is too big to build)."""
-    if instance.use_adjacency():
+    """Per buffer, how many buffers it conflicts with: counted from the sorted interval ends
+    (exact when every buffer has at most one interval and there are no explicit conflicts,
+    an estimate when the conflict graph is too big to build), else from the graph."""
+    single_intervals = len(instance.item_owner) == len(np.unique(instance.item_owner))
+    if instance.use_adjacency() and (instance.has_explicit or not single_intervals):
         return np.diff(instance.adjacency()[0])
     starts = np.sort(instance.item_start)
     ends = np.sort(instance.item_end)
@@ -134,6 +143,65 @@ def place(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Places the buffers in `order` around the `fixed` ones (none by default); returns
     (pools, offsets) of every buffer placed (the others keep pool -1). Raises NoFit."""
+    library = native.load()
+    if library is not None:
+        return _place_native(library, instance, order, best_fit, fixed)
+    return place_numpy(instance, order, best_fit, fixed)
+
+
+def _place_native(
+    library: ctypes.CDLL,
+    instance: Instance,
+    order: Iterable[int],
+    best_fit: bool,
+    fixed: Fixed | None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """`place` in C (csrc/greedy.c): the same plans as `place_numpy`."""
+    placed_pool, offsets, _ = _initial_state(instance, fixed)
+    order_array = native.int64_array(np.fromiter(order, dtype=INT))
+    flat = instance.flat()
+    # Bound to names so that the arrays outlive the call that reads them.
+    sizes, alignments, capacities = (
+        native.int64_array(a) for a in (instance.sizes, instance.alignments, instance.capacities)
+    )
+    owner, start, end = (
+        native.int64_array(a) for a in (instance.item_owner, instance.item_start, instance.item_end)
+    )
+    explicit_indptr = native.int64_array(instance.explicit_indptr)
+    explicit_indices = native.int64_array(instance.explicit_indices)
+    failed = library.usmp_greedy_place(
+        instance.count,
+        native.pointer(sizes),
+        native.pointer(alignments),
+        native.pointer(flat.candidate_indptr),
+        native.pointer(flat.candidate_pools),
+        len(capacities),
+        native.pointer(capacities),
+        len(owner),
+        native.pointer(owner),
+        native.pointer(start),
+        native.pointer(end),
+        native.pointer(flat.item_indptr),
+        native.pointer(flat.items),
+        native.pointer(explicit_indptr),
+        native.pointer(explicit_indices),
+        native.pointer(order_array),
+        len(order_array),
+        int(best_fit),
+        native.pointer(placed_pool),
+        native.pointer(offsets),
+    )
+    if failed == -2:
+        raise MemoryError("the native greedy placement ran out of memory")
+    if failed >= 0:
+        raise NoFit(int(failed))
+    return placed_pool, offsets
+
+
+def place_numpy(
+    instance: Instance, order: Iterable[int], best_fit: bool, fixed: Fixed | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """`place` with numpy only (the reference for the native core, and its fallback)."""
     if not instance.use_adjacency():
         return _place_indexed(instance, order, best_fit, fixed)
     sizes = instance.sizes
@@ -373,7 +441,10 @@ the second one cannot finish in time."""
 
 def portfolio_variants(instance: Instance) -> list[tuple[str, str]]:
     """The variants the portfolio runs on `instance`: all of them unless it is huge."""
-    affordable = EDGE_BUDGET // max(1, instance.estimated_edges())
+    if native.load() is not None:
+        affordable = NATIVE_BUFFER_BUDGET // max(1, instance.count)
+    else:
+        affordable = EDGE_BUDGET // max(1, instance.estimated_edges())
     return list(VARIANTS[: max(MANDATORY_VARIANTS, min(len(VARIANTS), affordable))])
 
 
@@ -389,36 +460,79 @@ class GreedyPlan:
     cost: tuple[int, ...]
 
 
+def portfolio_workers(variant_count: int) -> int:
+    """Threads the portfolio runs its variants on: one per core with the native core (whose
+    calls release the GIL), else one."""
+    if native.load() is None:
+        return 1
+    return max(1, min(variant_count, os.cpu_count() or 1, PORTFOLIO_THREAD_LIMIT))
+
+
+PORTFOLIO_THREAD_LIMIT = 4
+
+
+def _run_portfolio_variant(
+    instance: Instance, order_name: str, fit: str
+) -> tuple[GreedyPlan | None, float]:
+    """One variant's plan (None when it does not fit) and the seconds it took."""
+    started = time.perf_counter()
+    order = order_of(instance, order_name)
+    try:
+        pools, offsets = place(instance, order, fit == "best")
+    except NoFit:
+        return None, time.perf_counter() - started
+    cost = plan_cost(instance, pools, offsets)
+    plan = GreedyPlan(pools, offsets, order, fit == "best", f"{order_name}/{fit}", cost)
+    return plan, time.perf_counter() - started
+
+
 def best_of_portfolio(
     instance: Instance,
     variants: list[tuple[str, str]] | None = None,
     deadline: float | None = None,
     hard_deadline: float | None = None,
 ) -> GreedyPlan | None:
-    """The best plan over the greedy variants, or None when no variant fits within the
-    capacities. With a deadline, no variant starts after it, nor (estimating a pass by the
-    slowest one so far) one that would end past it; the mandatory variants are held to
-    `hard_deadline` instead (the first one always runs)."""
-    best: GreedyPlan | None = None
+    """The best plan over the greedy variants (the earliest variant among equal costs), or
+    None when no variant fits within the capacities. With a deadline, no variant starts after
+    it, nor (estimating a pass by the slowest one so far) one that would end past it; the
+    mandatory variants are held to `hard_deadline` instead (the first one always runs).
+    Variants run on `portfolio_workers` threads."""
+    variants = variants or portfolio_variants(instance)
+    workers = portfolio_workers(len(variants))
+    if workers > 1:
+        instance.flat()  # built once here rather than raced for by the threads
+    plans: dict[int, GreedyPlan] = {}
     slowest = 0.0
-    for position, (order_name, fit) in enumerate(variants or portfolio_variants(instance)):
-        limit = hard_deadline if position < MANDATORY_VARIANTS else deadline
-        if position and limit is not None and time.perf_counter() + slowest > limit:
-            if position < MANDATORY_VARIANTS:
-                continue
-            break
-        started = time.perf_counter()
-        order = order_of(instance, order_name)
-        try:
-            pools, offsets = place(instance, order, fit == "best")
-        except NoFit:
-            continue
-        finally:
-            slowest = max(slowest, time.perf_counter() - started)
-        cost = plan_cost(instance, pools, offsets)
-        if best is None or cost < best.cost:
-            best = GreedyPlan(pools, offsets, order, fit == "best", f"{order_name}/{fit}", cost)
-    return best
+    with ThreadPoolExecutor(workers) as executor:
+        running: dict[Future[tuple[GreedyPlan | None, float]], int] = {}
+        upcoming = iter(enumerate(variants))
+        exhausted = False
+        while True:
+            while not exhausted and len(running) < workers:
+                position, (order_name, fit) = next(upcoming, (-1, ("", "")))
+                if position < 0:
+                    exhausted = True
+                    break
+                limit = hard_deadline if position < MANDATORY_VARIANTS else deadline
+                if position and limit is not None and time.perf_counter() + slowest > limit:
+                    if position < MANDATORY_VARIANTS:
+                        continue
+                    exhausted = True
+                    break
+                future = executor.submit(_run_portfolio_variant, instance, order_name, fit)
+                running[future] = position
+            if not running:
+                break
+            finished, _ = wait(running, return_when=FIRST_COMPLETED)
+            for future in finished:
+                position = running.pop(future)
+                plan, elapsed_s = future.result()
+                slowest = max(slowest, elapsed_s)
+                if plan is not None:
+                    plans[position] = plan
+    if not plans:
+        return None
+    return plans[min(plans, key=lambda position: (plans[position].cost, position))]
 
 
 # --- algorithms (registered in usmp_dialect.planning.ALGORITHMS) ---------------------------
@@ -436,7 +550,7 @@ def greedy_best_fit(problem: Problem, options: PlanOptions) -> AlgorithmResult:
 
 def portfolio(problem: Problem, options: PlanOptions) -> AlgorithmResult:
     """The best of every order x fit combination (fewer, strongest first, on huge
-    problems: see EDGE_BUDGET)."""
+    problems: see NATIVE_BUFFER_BUDGET and EDGE_BUDGET)."""
     instance = prepare(problem)
     best = best_of_portfolio(instance)
     if best is None:

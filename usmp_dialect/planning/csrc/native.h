@@ -1,0 +1,38 @@
+/* The planner's native core: plain C11 over int64 arrays, called through ctypes from
+ * usmp_dialect/planning/native.py. Each function mirrors a pure-Python implementation that
+ * stays the reference (and the fallback when no C compiler is available); tests compare the
+ * two bit for bit. */
+#ifndef USMP_NATIVE_H
+#define USMP_NATIVE_H
+
+#include <stdint.h>
+
+/* Greedy placement (greedy.py's `place`): takes the buffers in `order`, puts each in the first
+ * of its candidate pools where it fits, at the lowest aligned free offset among the placed
+ * buffers it conflicts with (first fit) or in the smallest free gap that holds it (best fit).
+ * `placed_pool` (-1 = not placed) and `offsets` hold the buffers placed beforehand and receive
+ * the result. Returns -1 when every buffer was placed, else the buffer that fits nowhere. */
+int64_t usmp_greedy_place(int64_t count, const int64_t *sizes, const int64_t *alignments,
+                          const int64_t *candidate_indptr, const int64_t *candidate_pools,
+                          int64_t pool_count, const int64_t *capacities, int64_t item_count,
+                          const int64_t *item_owner, const int64_t *item_start,
+                          const int64_t *item_end, const int64_t *buffer_item_indptr,
+                          const int64_t *buffer_items, const int64_t *explicit_indptr,
+                          const int64_t *explicit_indices, const int64_t *order,
+                          int64_t order_count, int32_t best_fit, int64_t *placed_pool,
+                          int64_t *offsets);
+
+/* The exact decision search of one connected component at one capacity (exact.py's
+ * `Search.run`, visiting the same nodes in the same order). Returns 1 when a placement under
+ * `capacity` was found (the component's offsets written to `offsets`, indexed like `sizes`),
+ * 0 when proven infeasible, -1 when more than `node_limit` nodes were needed, -2 when
+ * `time_limit_s` seconds passed. `nodes` receives the number of nodes visited. */
+int32_t usmp_exact_search(int64_t count, const int64_t *sizes, const int64_t *alignments,
+                          const int64_t *indptr, const int64_t *indices,
+                          const int64_t *section_indptr, const int64_t *section_indices,
+                          int64_t section_count, const int64_t *component,
+                          int64_t component_count, const int64_t *rank, int64_t capacity,
+                          int64_t node_limit, double time_limit_s, int64_t *offsets,
+                          int64_t *nodes);
+
+#endif
