@@ -11,6 +11,8 @@ setup(
             sources=[
                 "usmp_dialect/planning/csrc/module.c",
                 "usmp_dialect/planning/csrc/greedy.c",
+                "usmp_dialect/planning/csrc/exact.c",
+                "usmp_dialect/planning/csrc/graph.c",
             ],
             depends=["usmp_dialect/planning/csrc/native.h"],
             extra_compile_args=["-O2", "-std=c11"],

@@ -13,10 +13,12 @@ structures exist:
 
 from __future__ import annotations
 
+import ctypes
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from usmp_dialect.planning import native
 from usmp_dialect.planning.problem import Problem, merged_intervals
 
 INT = np.int64
@@ -232,6 +234,31 @@ def _csr(count: int, sources: np.ndarray, targets: np.ndarray) -> tuple[np.ndarr
     return indptr, targets.astype(INT)
 
 
+def _interval_graph_native(
+    library: ctypes.CDLL, instance: Instance
+) -> tuple[np.ndarray, np.ndarray]:
+    """`_build_adjacency` of a single-interval problem in C (csrc/graph.c)."""
+    owner, start, end = (
+        native.int64_array(a) for a in (instance.item_owner, instance.item_start, instance.item_end)
+    )
+    by_start = native.int64_array(np.argsort(start, kind="stable"))
+    indptr = np.zeros(instance.count + 1, dtype=INT)
+    arguments = (
+        instance.count,
+        len(owner),
+        native.pointer(owner),
+        native.pointer(by_start),
+        native.pointer(start),
+        native.pointer(end),
+        native.pointer(indptr),
+    )
+    total = library.usmp_interval_graph(*arguments, None)
+    indices = np.empty(total, dtype=INT)
+    if library.usmp_interval_graph(*arguments, native.pointer(indices)) < 0:
+        raise MemoryError("the native conflict graph ran out of memory")
+    return indptr, indices
+
+
 def _build_adjacency(instance: Instance) -> tuple[np.ndarray, np.ndarray]:
     count = instance.count
     owner, start, end = instance.item_owner, instance.item_start, instance.item_end
@@ -240,11 +267,14 @@ def _build_adjacency(instance: Instance) -> tuple[np.ndarray, np.ndarray]:
         left, right = np.nonzero(overlap)
         sources, targets = owner[left], owner[right]
     elif not instance.has_explicit and len(owner) == len(np.unique(owner)):
+        library = native.load()
+        if library is not None:
+            return _interval_graph_native(library, instance)
         # One interval per buffer, items in buffer order: the rows come out already grouped
         # and without repeats, so no global sort is needed.
         index = instance.index()
         rows = [index.owners_overlapping(int(start[i]), int(end[i])) for i in range(len(owner))]
-        rows = [row[row != owner[i]] for i, row in enumerate(rows)]
+        rows = [np.sort(row[row != owner[i]]) for i, row in enumerate(rows)]
         lengths = np.zeros(count, dtype=INT)
         lengths[owner] = [len(row) for row in rows]
         indptr = np.zeros(count + 1, dtype=INT)

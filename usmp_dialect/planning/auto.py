@@ -22,12 +22,13 @@ import numpy as np
 
 from usmp_dialect.planning import AlgorithmResult, PlanOptions
 from usmp_dialect.planning._core import Instance, prepare
-from usmp_dialect.planning.exact import exact_applicable, exact_from
+from usmp_dialect.planning.exact import NEAR_FIRST_BUFFERS, exact_applicable, exact_from
 from usmp_dialect.planning.greedy import best_of_portfolio, diagnose_no_fit, to_plan
 from usmp_dialect.planning.local_search import improve
 from usmp_dialect.planning.problem import Problem, lower_bound
 
 PORTFOLIO_SHARE = 0.4
+PORTFOLIO_SHARE_BEFORE_EXACT = 0.15
 
 
 def at_lower_bound(instance: Instance, pools: np.ndarray, offsets: np.ndarray) -> bool:
@@ -47,11 +48,13 @@ def auto(problem: Problem, options: PlanOptions) -> AlgorithmResult:
     started = time.perf_counter()
     deadline = started + options.time_limit_s
     instance = prepare(problem)
-    # The portfolio gets at most PORTFOLIO_SHARE of the time (at least one variant runs).
+    # The portfolio gets at most PORTFOLIO_SHARE of the time (at least one variant runs); less
+    # on large problems that the exact search will take on, where its time is worth more.
+    share = PORTFOLIO_SHARE
+    if instance.count >= NEAR_FIRST_BUFFERS and exact_applicable(instance):
+        share = PORTFOLIO_SHARE_BEFORE_EXACT
     best = best_of_portfolio(
-        instance,
-        deadline=started + PORTFOLIO_SHARE * options.time_limit_s,
-        hard_deadline=deadline,
+        instance, deadline=started + share * options.time_limit_s, hard_deadline=deadline
     )
     forced = all(len(pools) == 1 for pools in instance.candidate_pools)
     if best is None:

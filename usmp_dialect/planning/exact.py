@@ -25,6 +25,7 @@ only when the optimum is proven.
 
 from __future__ import annotations
 
+import ctypes
 import sys
 import time
 from collections.abc import Callable
@@ -33,7 +34,7 @@ from itertools import pairwise
 
 import numpy as np
 
-from usmp_dialect.planning import AlgorithmResult, PlanOptions
+from usmp_dialect.planning import AlgorithmResult, PlanOptions, native
 from usmp_dialect.planning._core import INT, UNBOUNDED, Instance, prepare
 from usmp_dialect.planning.greedy import GreedyPlan, best_of_portfolio, diagnose_no_fit
 from usmp_dialect.planning.problem import Plan, PlanningError, Problem, lower_bound
@@ -43,10 +44,20 @@ EXACT_BUFFER_LIMIT = 4_000
 
 EXACT_EDGE_LIMIT = 3_000_000
 
+NATIVE_EXACT_BUFFER_LIMIT = 30_000
+NATIVE_EXACT_EDGE_LIMIT = 30_000_000
+"""The same limits with the native core (~0.3-1M nodes/s): up to the PanGu and BERT networks;
+the graph of IOPDDL S_1 (86M edges) or Y_1 (360M) would take longer to build than to use."""
+
 THRESHOLD_BITS = 41
 THRESHOLD_LIMIT = 1 << THRESHOLD_BITS
 """Capacities below this use the threshold form of section inference (offsets are packed
 into a sort key next to the section index)."""
+
+NEAR_BOUND_DIVISOR = 1_000
+NEAR_FIRST_BUFFERS = 2_000
+"""Pools of at least this many buffers are first probed at bound + bound / NEAR_BOUND_DIVISOR
+(0.1 % above the lower bound), then at the bound."""
 
 PREORDERS = ("WAT", "TAW", "TWA")
 """Static preorders, MiniMalloc's defaults: W = live width (time span), A = area (size x live
@@ -85,14 +96,7 @@ def build_subproblem(instance: Instance, members: np.ndarray) -> Subproblem:
     count = len(members)
     local = np.full(instance.count, -1, dtype=INT)
     local[members] = np.arange(count, dtype=INT)
-    indptr_all, indices_all = instance.adjacency()
-    rows = []
-    for member in members.tolist():
-        row = local[indices_all[indptr_all[member] : indptr_all[member + 1]]]
-        rows.append(row[row >= 0])
-    indptr = np.zeros(count + 1, dtype=INT)
-    indptr[1:] = np.cumsum([len(r) for r in rows])
-    indices = np.concatenate(rows) if rows else np.empty(0, dtype=INT)
+    indptr, indices = _restricted_adjacency(instance, members, local)
     sizes = instance.sizes[members]
 
     # Sections: elementary time spans of the members' intervals, plus one per explicit edge.
@@ -122,8 +126,11 @@ def build_subproblem(instance: Instance, members: np.ndarray) -> Subproblem:
         sec_owner = np.concatenate([sec_owner, pairs[:, 0], pairs[:, 1]])
         sec_index = np.concatenate([sec_index, ids, ids])
         section_count += len(pairs)
-    order = np.lexsort((sec_index, sec_owner))
-    sec_owner, sec_index = sec_owner[order], sec_index[order]
+    steps = np.diff(sec_owner)
+    if not ((steps > 0) | ((steps == 0) & (np.diff(sec_index) > 0))).all():
+        # Several intervals per buffer or explicit pairs: sort by (owner, section).
+        order = np.lexsort((sec_index, sec_owner))
+        sec_owner, sec_index = sec_owner[order], sec_index[order]
     section_indptr = np.zeros(count + 1, dtype=INT)
     section_indptr[1:] = np.cumsum(np.bincount(sec_owner, minlength=count))
     section_total = np.zeros(section_count, dtype=INT)
@@ -163,9 +170,46 @@ def build_subproblem(instance: Instance, members: np.ndarray) -> Subproblem:
     )
 
 
+def _restricted_adjacency(
+    instance: Instance, members: np.ndarray, local: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """The conflict graph among `members` as CSR over local indices (`local` maps a buffer to
+    its local index or -1), cut out of the instance's graph without a per-buffer loop."""
+    indptr_all, indices_all = instance.adjacency()
+    if len(members) == instance.count:  # every buffer, in order: the graph itself
+        return indptr_all, indices_all
+    starts, ends = indptr_all[members], indptr_all[members + 1]
+    lengths = ends - starts
+    positions = np.arange(int(lengths.sum()), dtype=INT) + np.repeat(
+        starts - np.cumsum(lengths) + lengths, lengths
+    )
+    targets = local[indices_all[positions]]
+    rows = np.repeat(np.arange(len(members), dtype=INT), lengths)
+    keep = targets >= 0
+    indptr = np.zeros(len(members) + 1, dtype=INT)
+    indptr[1:] = np.cumsum(np.bincount(rows[keep], minlength=len(members)))
+    return indptr, targets[keep]
+
+
 def partitions(sub: Subproblem) -> list[np.ndarray]:
     """Connected components of the conflict graph (local indices), each sorted."""
     count = len(sub.sizes)
+    runs = _section_runs(sub)
+    if runs is not None:
+        # Every member lives over one run of sections (or none): members are connected exactly
+        # when a chain of overlapping runs joins them, so a sweep over the sections finds the
+        # parts; a member in no section is a part of its own.
+        first, last = runs
+        live = first >= 0
+        covered = np.zeros(sub.section_count + 1, dtype=INT)
+        np.add.at(covered, first[live], 1)
+        np.add.at(covered, last[live], -1)
+        joined = np.cumsum(covered)[:-1] > 0  # some member spans sections s and s + 1
+        part_of_section = np.concatenate(([0], np.cumsum(~joined[:-1]))).astype(INT)
+        part = np.where(live, part_of_section[np.maximum(first, 0)], -1 - np.arange(count))
+        order = np.argsort(part, kind="stable")
+        boundaries = np.flatnonzero(np.diff(part[order])) + 1
+        return [np.sort(c) for c in np.split(order, boundaries)] if count else []
     label = np.full(count, -1, dtype=INT)
     components = []
     for root in range(count):
@@ -183,6 +227,22 @@ def partitions(sub: Subproblem) -> list[np.ndarray]:
                     members.append(other)
         components.append(np.array(sorted(members), dtype=INT))
     return components
+
+
+def _section_runs(sub: Subproblem) -> tuple[np.ndarray, np.ndarray] | None:
+    """Per member, the first and last section it is live in (-1 for a member in none), when
+    each member's sections form one contiguous run; else None."""
+    spans = np.diff(sub.section_indptr)
+    if not sub.section_count:
+        return None
+    present = spans > 0
+    first = np.full(len(spans), -1, dtype=INT)
+    last = np.full(len(spans), -1, dtype=INT)
+    first[present] = sub.section_indices[sub.section_indptr[:-1][present]]
+    last[present] = sub.section_indices[sub.section_indptr[1:][present] - 1]
+    if not (last[present] - first[present] + 1 == spans[present]).all():
+        return None
+    return first, last
 
 
 class Search:
@@ -416,6 +476,78 @@ class Search:
             crossing += 1
 
 
+Runner = Callable[[int, str, int], np.ndarray | None]
+"""Runs the decision search of one component: (capacity, preorder, node limit) -> offsets
+indexed like the subproblem, or None when infeasible; raises NodeLimit or SearchTimeout."""
+
+
+def native_search(
+    library: ctypes.CDLL,
+    sub: Subproblem,
+    component: np.ndarray,
+    capacity: int,
+    preorder: str,
+    node_limit: int,
+    time_limit_s: float,
+) -> tuple[int, np.ndarray, int]:
+    """`Search.run` in C (csrc/exact.c): (status, offsets indexed like sub.sizes, nodes), status
+    1 found, 0 infeasible, -1 node limit, -2 time limit."""
+    arrays = [
+        native.int64_array(a)
+        for a in (
+            sub.sizes,
+            sub.alignments,
+            sub.indptr,
+            sub.indices,
+            sub.section_indptr,
+            sub.section_indices,
+            component,
+            sub.preorder_keys[preorder],
+        )
+    ]
+    sizes, alignments, indptr, indices, section_indptr, section_indices, members, rank = arrays
+    offsets = np.zeros(len(sub.sizes), dtype=INT)
+    nodes = np.zeros(1, dtype=INT)
+    status = library.usmp_exact_search(
+        len(sizes),
+        native.pointer(sizes),
+        native.pointer(alignments),
+        native.pointer(indptr),
+        native.pointer(indices),
+        native.pointer(section_indptr),
+        native.pointer(section_indices),
+        sub.section_count,
+        native.pointer(members),
+        len(members),
+        native.pointer(rank),
+        capacity,
+        node_limit,
+        max(0.0, time_limit_s),
+        native.pointer(offsets),
+        native.pointer(nodes),
+    )
+    return int(status), offsets, int(nodes[0])
+
+
+def component_runner(sub: Subproblem, component: np.ndarray, deadline: float) -> Runner:
+    """The search of `component`: native when the core is built, else `Search`."""
+    library = native.load()
+    if library is None:
+        return Search(sub, component, deadline).run
+
+    def run(capacity: int, preorder: str, node_limit: int) -> np.ndarray | None:
+        status, offsets, _ = native_search(
+            library, sub, component, capacity, preorder, node_limit, deadline - time.perf_counter()
+        )
+        if status == -1:
+            raise NodeLimit
+        if status == -2:
+            raise SearchTimeout
+        return offsets if status == 1 else None
+
+    return run
+
+
 def decide(
     sub: Subproblem,
     components: list[np.ndarray],
@@ -429,7 +561,7 @@ def decide(
             if sub.sizes[component[0]] > capacity:
                 return "infeasible", None
             continue
-        search = Search(sub, component, deadline)
+        run = component_runner(sub, component, deadline)
         limit = 2 * len(component)
         result: np.ndarray | None = None
         settled = False
@@ -437,7 +569,7 @@ def decide(
             limit *= 2
             for preorder in PREORDERS:
                 try:
-                    result = search.run(capacity, preorder, limit)
+                    result = run(capacity, preorder, limit)
                 except NodeLimit:
                     continue
                 except SearchTimeout:
@@ -471,13 +603,19 @@ def minimise_pool(
     high = best_peak if best_peak is not None else min(capacity + 1, int(UNBOUNDED))
     unknown_above = low - 1  # probes at or below this timed out
     probe = capacity if best_peak is None else low
+    # On large pools the bound can take long to reach while a little slack is found fast:
+    # probe NEAR_BOUND above it first, then the bound.
+    near = bound + bound // NEAR_BOUND_DIVISOR
+    bound_next = False
+    if best_peak is not None and len(members) >= NEAR_FIRST_BUFFERS and bound < near < high - 1:
+        probe, bound_next = near, True
     while low < high and time.perf_counter() < deadline:
         remaining = deadline - time.perf_counter()
-        # The first probe, at the bound, gets most of the time: on real networks the bound
-        # is usually reachable. Later probes bisect with half of what is left.
+        # The probe at the bound gets most of the time: on real networks the bound is
+        # usually reachable. Later probes bisect with half of what is left.
         if probe >= high - 1 or best_peak is None:
             share = remaining
-        elif probe == bound:
+        elif probe in (bound, near):
             share = remaining * 0.75
         else:
             share = remaining / 2
@@ -496,6 +634,9 @@ def minimise_pool(
             unknown_above = max(unknown_above, probe)
         if low >= high:
             break
+        if bound_next:
+            probe, bound_next = low, False
+            continue
         start = max(low, unknown_above + 1)
         if start >= high:
             break
@@ -505,7 +646,11 @@ def minimise_pool(
 
 def exact_applicable(instance: Instance) -> bool:
     """Whether the exact search may run: small enough to build the conflict graph."""
-    return instance.count <= EXACT_BUFFER_LIMIT and instance.estimated_edges() <= EXACT_EDGE_LIMIT
+    if native.load() is not None:
+        buffers, edges = NATIVE_EXACT_BUFFER_LIMIT, NATIVE_EXACT_EDGE_LIMIT
+    else:
+        buffers, edges = EXACT_BUFFER_LIMIT, EXACT_EDGE_LIMIT
+    return instance.count <= buffers and instance.estimated_edges() <= edges
 
 
 def exact(problem: Problem, options: PlanOptions) -> AlgorithmResult:

@@ -35,4 +35,13 @@ int32_t usmp_exact_search(int64_t count, const int64_t *sizes, const int64_t *al
                           int64_t node_limit, double time_limit_s, int64_t *offsets,
                           int64_t *nodes);
 
+/* The conflict graph of buffers with at most one live interval each and no explicit conflicts
+ * (_core.py's adjacency), as CSR: `by_start` lists the items by ascending start. Called twice:
+ * with indices == NULL it writes the row offsets into `indptr` (count + 1 entries) and returns
+ * the number of entries; then, with `indices` of that size, it fills and sorts the rows.
+ * Returns -1 when out of memory. */
+int64_t usmp_interval_graph(int64_t count, int64_t item_count, const int64_t *item_owner,
+                            const int64_t *by_start, const int64_t *item_start,
+                            const int64_t *item_end, int64_t *indptr, int64_t *indices);
+
 #endif
