@@ -8,7 +8,7 @@ import time
 import numpy as np
 import pytest
 
-from usmp_dialect.planning import PlanningError, PlanOptions, solve
+from usmp_dialect.planning import PlanningError, PlanOptions, native, solve
 from usmp_dialect.planning import _core as core
 from usmp_dialect.planning import exact as exact_module
 from usmp_dialect.planning import greedy as greedy_module
@@ -170,6 +170,19 @@ def test_auto_respects_its_time_limit_on_a_hard_instance() -> None:
     assert result.pool_sizes[0] <= greedy.pool_sizes[0]
 
 
+def test_exact_and_auto_end_on_their_node_budget_not_the_clock() -> None:
+    """Searches that cannot finish stop on their node budget, so the plan does not depend on
+    the time limit (nor on how loaded the machine is), as long as the clock is not reached."""
+    problem = random_intervals(40, seed=1)  # the greedy is 4 % above the bound
+    for algorithm in ("exact", "auto"):
+        results = [
+            solve(problem, algorithm, PlanOptions(time_limit_s=limit, node_budget=20_000))
+            for limit in (30.0, 60.0)
+        ]
+        assert not results[0].proven_optimal  # the budget, not a proof, ended the search
+        assert results[0].plan == results[1].plan
+
+
 def random_intervals(count: int, seed: int) -> Problem:
     rng = np.random.default_rng(seed)
     starts = rng.integers(0, 200, count)
@@ -187,7 +200,8 @@ def random_intervals(count: int, seed: int) -> Problem:
 def test_interval_index_path_matches_the_conflict_graph_path(
     algorithm: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # Huge problems never build the conflict graph; both paths must place identically.
+    # Huge problems never build the conflict graph; both numpy paths must place identically.
+    monkeypatch.setattr(native, "load", lambda: None)
     problem = random_intervals(300, seed=5)
     with_graph = solve(problem, algorithm)
     monkeypatch.setattr(core, "CSR_EDGE_LIMIT", 0)
@@ -199,6 +213,7 @@ def test_auto_falls_back_to_local_search_on_problems_too_big_to_search(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(exact_module, "EXACT_BUFFER_LIMIT", 0)
+    monkeypatch.setattr(exact_module, "NATIVE_EXACT_BUFFER_LIMIT", 0)
     result = solve(HOLE, "auto", PlanOptions(time_limit_s=2.0, seed=0))
     assert validate(HOLE, result.plan) == []
     # Local search reorders the greedy: here pulling a top buffer first reaches the bound.
@@ -247,12 +262,12 @@ def test_placed_interval_index_matches_the_conflict_graph(
     problem = mixed_problem(400, seed=11)
     instance = core.prepare(problem)
     order = greedy_module.order_of(instance, "size")
-    with_graph = greedy_module.place(instance, order, best_fit)
+    with_graph = greedy_module.place_numpy(instance, order, best_fit)
     monkeypatch.setattr(greedy_module, "RECENT_LIMIT", 7)
     monkeypatch.setattr(greedy_module, "SLICE_QUERY_ABOVE", slices_above)
     monkeypatch.setattr(core, "CSR_EDGE_LIMIT", 0)
     indexed = core.prepare(problem)
-    without_graph = greedy_module.place(indexed, order, best_fit)
+    without_graph = greedy_module.place_numpy(indexed, order, best_fit)
     assert not indexed.use_adjacency()
     assert np.array_equal(with_graph[0], without_graph[0])
     assert np.array_equal(with_graph[1], without_graph[1])
@@ -267,11 +282,13 @@ def test_placing_around_fixed_buffers_keeps_them_and_avoids_them(
     monkeypatch.setattr(core, "CSR_EDGE_LIMIT", edge_limit)
     problem = mixed_problem(200, seed=4)
     instance = core.prepare(problem)
-    pools, offsets = greedy_module.place(instance, greedy_module.order_of(instance, "size"), False)
+    pools, offsets = greedy_module.place_numpy(
+        instance, greedy_module.order_of(instance, "size"), False
+    )
     kept = np.ones(instance.count, dtype=bool)
     moved = np.arange(0, instance.count, 3)
     kept[moved] = False
-    new_pools, new_offsets = greedy_module.place(
+    new_pools, new_offsets = greedy_module.place_numpy(
         instance, moved[::-1], True, fixed=(pools, offsets, kept)
     )
     assert np.array_equal(new_pools[kept], pools[kept])

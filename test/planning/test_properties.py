@@ -20,6 +20,7 @@ from usmp_dialect.planning.problem import (
 from usmp_dialect.testing.random_problems import problems
 
 GREEDY_FAMILY = ("greedy_first_fit", "greedy_best_fit", "portfolio", "local_search")
+AUTO_STARTS_FROM = ("greedy_first_fit", "greedy_best_fit", "portfolio")
 TVM_FAMILY = ("greedy_by_size", "greedy_by_conflicts", "hill_climb")
 ALL = (*GREEDY_FAMILY, *TVM_FAMILY, "exact", "auto")
 OPTIONS = PlanOptions(time_limit_s=2.0, seed=1)
@@ -84,7 +85,9 @@ def test_every_algorithm_gives_a_valid_plan_no_better_than_the_bound(problem: Pr
             assert spills_only_when_needed(problem, plan)
         totals[algorithm] = sum(result.pool_sizes)
     if "auto" in totals:
-        assert all(totals["auto"] <= totals[a] for a in GREEDY_FAMILY if a in totals)
+        # auto starts from the greedy portfolio, so it is never worse than a greedy variant
+        # (local search may beat it: it can move buffers between pools, the exact search not).
+        assert all(totals["auto"] <= totals[a] for a in AUTO_STARTS_FROM if a in totals)
     # Whatever a heuristic can plan, auto can plan too.
     if any(a in totals for a in GREEDY_FAMILY):
         assert "auto" in totals

@@ -60,6 +60,10 @@ class PlanOptions:
     seed: int = 0
     progress: Callable[[str], None] | None = None
     """Called with a one-line status while a long search runs (the CLI prints it)."""
+    node_budget: int | None = None
+    """Nodes the exact search (in `exact` and `auto`) may visit; None derives it from
+    time_limit_s at a node rate this machine class beats, so that the budget, not the clock,
+    ends searches and the plan does not depend on machine load."""
 
 
 @dataclass(frozen=True)

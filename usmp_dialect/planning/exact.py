@@ -54,14 +54,22 @@ THRESHOLD_LIMIT = 1 << THRESHOLD_BITS
 """Capacities below this use the threshold form of section inference (offsets are packed
 into a sort key next to the section index)."""
 
+NATIVE_NODES_PER_SECOND = 200_000
+PYTHON_NODES_PER_SECOND = 2_000
+"""Node rates the exact search beats on this machine class (2 cores, shared) on MiniMalloc's
+instances: 0.4-1.1M nodes/s native, 5-10k in Python. The default node budget is the time limit
+times the rate, so that searches end on the budget, deterministically, well before the clock
+(which stays as a hard stop for slower machines and huge pools)."""
+
 NEAR_BOUND_DIVISOR = 1_000
 NEAR_FIRST_BUFFERS = 2_000
 """Pools of at least this many buffers are first probed at bound + bound / NEAR_BOUND_DIVISOR
 (0.1 % above the lower bound), then at the bound."""
 
 PREORDERS = ("WAT", "TAW", "TWA")
-"""Static preorders, MiniMalloc's defaults: W = live width (time span), A = area (size x live
-length), T = largest section total the buffer is in (all descending, ties by index)."""
+"""Preorders, MiniMalloc's defaults: W = live width (time span), A = area (size x live length),
+T = largest section total the buffer is in (all descending, ties by index). Like MiniMalloc,
+each independent part of a split is re-ranked with T from the bytes still unplaced."""
 
 
 class SearchTimeout(Exception):
@@ -90,6 +98,10 @@ class Subproblem:
     section_total: np.ndarray
     """Per section, the total size of its members."""
     preorder_keys: dict[str, np.ndarray]
+    """Per preorder, each member's rank (static: T from the section totals)."""
+    width: np.ndarray
+    area: np.ndarray
+    """The W and A columns of the preorders (int64, A saturating at UNBOUNDED)."""
 
 
 def build_subproblem(instance: Instance, members: np.ndarray) -> Subproblem:
@@ -142,7 +154,8 @@ def build_subproblem(instance: Instance, members: np.ndarray) -> Subproblem:
     spans_per_member = np.diff(section_indptr)
     length = np.zeros(count, dtype=INT)
     np.add.at(length, owners, ends - starts)
-    area = sizes.astype(np.float64) * np.maximum(length, 1).astype(np.float64)
+    length = np.maximum(length, 1)
+    area = np.where(sizes > UNBOUNDED // length, UNBOUNDED, sizes * length)
     first_start = np.full(count, np.iinfo(INT).max, dtype=INT)
     last_end = np.zeros(count, dtype=INT)
     np.minimum.at(first_start, owners, starts)
@@ -167,6 +180,8 @@ def build_subproblem(instance: Instance, members: np.ndarray) -> Subproblem:
         section_count=section_count,
         section_total=section_total,
         preorder_keys=keys,
+        width=width,
+        area=area,
     )
 
 
@@ -297,7 +312,8 @@ class Search:
         sub = self.sub
         count = len(sub.sizes)
         self.capacity = capacity
-        self.rank = sub.preorder_keys[preorder]
+        self.preorder = preorder
+        self.rank = sub.preorder_keys[preorder].copy()  # parts of a split re-rank in place
         self.unplaced = np.zeros(count, dtype=bool)
         self.unplaced[self.component] = True
         self.mvo = np.zeros(count, dtype=INT)
@@ -451,7 +467,8 @@ class Search:
         changed: tuple[int, int] | None,
     ) -> bool:
         """Continues after placing `placed`; splits the rest into independent parts when no
-        unplaced buffer crosses some section boundary any more."""
+        unplaced buffer crosses some section boundary any more, each searched under its own
+        preorder ranks (`_rerank`)."""
         if not self.decompose:
             return self._search(members, first, end, key, changed)
         low = int(self.first_section[placed])
@@ -469,16 +486,63 @@ class Search:
             starts, ends = self.first_section[rest], self.end_section[rest]
             for part_first, part_end in pairwise(points):
                 part = rest[(starts < part_end) & (ends > part_first)]
-                if len(part) and not self._search(part, part_first, part_end, -1, changed):
-                    return False
+                if not len(part):
+                    continue
+                saved = self.rank[part]
+                self._rerank(part)
+                try:
+                    if not self._search(part, part_first, part_end, -1, changed):
+                        return False
+                finally:
+                    self.rank[part] = saved
             return True
         finally:
             crossing += 1
 
+    def _rerank(self, part: np.ndarray) -> None:
+        """Ranks the buffers of `part` 0, 1, ... by the preorder with T from the bytes still
+        unplaced, as MiniMalloc's SubSolve does: after a split the static T (the full section
+        totals) no longer says which buffers are the hard ones in a part."""
+        sub = self.sub
+        # Decomposition implies contiguous runs: T is the largest total over each run.
+        runs = np.empty(2 * len(part), dtype=INT)
+        runs[0::2] = self.first_section[part]
+        runs[1::2] = self.end_section[part]
+        columns = {
+            "T": np.maximum.reduceat(np.append(self.total, 0), runs)[0::2],
+            "C": runs[1::2] - runs[0::2],
+            "A": sub.area[part],
+            "Z": sub.sizes[part],
+            "W": sub.width[part],
+        }
+        order = np.lexsort([part] + [-columns[letter] for letter in reversed(self.preorder)])
+        self.rank[part[order]] = np.arange(len(part), dtype=INT)
 
-Runner = Callable[[int, str, int], np.ndarray | None]
-"""Runs the decision search of one component: (capacity, preorder, node limit) -> offsets
-indexed like the subproblem, or None when infeasible; raises NodeLimit or SearchTimeout."""
+
+Runner = Callable[[int, str, int], tuple[int, np.ndarray | None, int]]
+"""Runs the decision search of one component: (capacity, preorder, node limit) -> (status,
+offsets indexed like the subproblem when found, nodes visited); status as `native_search`."""
+
+FOUND, INFEASIBLE, OVER_NODE_LIMIT, OVER_TIME = 1, 0, -1, -2
+
+
+@dataclass
+class NodeBudget:
+    """The nodes the exact search may still visit, shared by every probe of every pool.
+
+    The default is the time limit times a node rate this machine class beats (see
+    `default_node_budget`), so that the budget, not the clock, ends a search: the result then
+    does not depend on machine load. The time limit stays as a hard stop."""
+
+    remaining: int
+
+
+def default_node_budget(options: PlanOptions, share: float = 1.0) -> NodeBudget:
+    """`options.node_budget` (times `share`), or `share` of the time limit at the node rate."""
+    if options.node_budget is not None:
+        return NodeBudget(int(options.node_budget * share))
+    rate = NATIVE_NODES_PER_SECOND if native.load() is not None else PYTHON_NODES_PER_SECOND
+    return NodeBudget(int(options.time_limit_s * share * rate))
 
 
 def native_search(
@@ -489,9 +553,9 @@ def native_search(
     preorder: str,
     node_limit: int,
     time_limit_s: float,
-) -> tuple[int, np.ndarray, int]:
-    """`Search.run` in C (csrc/exact.c): (status, offsets indexed like sub.sizes, nodes), status
-    1 found, 0 infeasible, -1 node limit, -2 time limit."""
+) -> tuple[int, np.ndarray | None, int]:
+    """`Search.run` in C (csrc/exact.c): (status, offsets indexed like sub.sizes when found,
+    nodes), status 1 found, 0 infeasible, -1 node limit, -2 time limit."""
     arrays = [
         native.int64_array(a)
         for a in (
@@ -503,9 +567,12 @@ def native_search(
             sub.section_indices,
             component,
             sub.preorder_keys[preorder],
+            sub.width,
+            sub.area,
         )
     ]
-    sizes, alignments, indptr, indices, section_indptr, section_indices, members, rank = arrays
+    sizes, alignments, indptr, indices, section_indptr, section_indices = arrays[:6]
+    members, rank, width, area = arrays[6:]
     offsets = np.zeros(len(sub.sizes), dtype=INT)
     nodes = np.zeros(1, dtype=INT)
     status = library.usmp_exact_search(
@@ -520,30 +587,36 @@ def native_search(
         native.pointer(members),
         len(members),
         native.pointer(rank),
+        native.pointer(width),
+        native.pointer(area),
+        preorder.encode(),
         capacity,
         node_limit,
         max(0.0, time_limit_s),
         native.pointer(offsets),
         native.pointer(nodes),
     )
-    return int(status), offsets, int(nodes[0])
+    return int(status), offsets if status == FOUND else None, int(nodes[0])
 
 
 def component_runner(sub: Subproblem, component: np.ndarray, deadline: float) -> Runner:
     """The search of `component`: native when the core is built, else `Search`."""
     library = native.load()
-    if library is None:
-        return Search(sub, component, deadline).run
-
-    def run(capacity: int, preorder: str, node_limit: int) -> np.ndarray | None:
-        status, offsets, _ = native_search(
+    if library is not None:
+        return lambda capacity, preorder, node_limit: native_search(
             library, sub, component, capacity, preorder, node_limit, deadline - time.perf_counter()
         )
-        if status == -1:
-            raise NodeLimit
-        if status == -2:
-            raise SearchTimeout
-        return offsets if status == 1 else None
+    search = Search(sub, component, deadline)
+
+    def run(capacity: int, preorder: str, node_limit: int) -> tuple[int, np.ndarray | None, int]:
+        search.nodes = 0
+        try:
+            result = search.run(capacity, preorder, node_limit)
+        except NodeLimit:
+            return OVER_NODE_LIMIT, None, search.nodes
+        except SearchTimeout:
+            return OVER_TIME, None, search.nodes
+        return (INFEASIBLE, None, search.nodes) if result is None else (FOUND, result, search.nodes)
 
     return run
 
@@ -553,8 +626,10 @@ def decide(
     components: list[np.ndarray],
     capacity: int,
     deadline: float,
+    budget: NodeBudget,
 ) -> tuple[str, np.ndarray | None]:
-    """('found', offsets) / ('infeasible', None) / ('timeout', None) for the whole pool."""
+    """('found', offsets) / ('infeasible', None) / ('timeout', None) for the whole pool;
+    'timeout' also when the node budget runs out (the nodes visited are taken from it)."""
     offsets = np.zeros(len(sub.sizes), dtype=INT)
     for component in components:
         if len(component) == 1:
@@ -563,19 +638,19 @@ def decide(
             continue
         run = component_runner(sub, component, deadline)
         limit = 2 * len(component)
-        result: np.ndarray | None = None
-        settled = False
-        while not settled:
+        status, result = OVER_NODE_LIMIT, None
+        while status == OVER_NODE_LIMIT:
             limit *= 2
             for preorder in PREORDERS:
-                try:
-                    result = run(capacity, preorder, limit)
-                except NodeLimit:
-                    continue
-                except SearchTimeout:
+                allowed = min(limit, budget.remaining)
+                if allowed <= 0:
                     return "timeout", None
-                settled = True
-                break
+                status, result, nodes = run(capacity, preorder, allowed)
+                budget.remaining -= nodes
+                if status == OVER_TIME:
+                    return "timeout", None
+                if status != OVER_NODE_LIMIT:
+                    break
         if result is None:
             return "infeasible", None
         offsets[component] = result[component]
@@ -588,10 +663,12 @@ def minimise_pool(
     offsets: np.ndarray | None,
     capacity: int,
     deadline: float,
+    budget: NodeBudget,
     progress: Callable[[str], None] | None,
 ) -> tuple[np.ndarray | None, bool]:
-    """Improves the offsets of one pool's members (None: no known plan fits). Returns the
-    best offsets found (global array slice order = members) and whether they are optimal."""
+    """Improves the offsets of one pool's members (None: no known plan fits) within the node
+    budget (which it draws on) and the deadline. Returns the best offsets found (global array
+    slice order = members) and whether they are optimal."""
     sub = build_subproblem(instance, members)
     bound = lower_bound(instance.problem, members.tolist())
     components = partitions(sub)
@@ -609,19 +686,21 @@ def minimise_pool(
     bound_next = False
     if best_peak is not None and len(members) >= NEAR_FIRST_BUFFERS and bound < near < high - 1:
         probe, bound_next = near, True
-    while low < high and time.perf_counter() < deadline:
-        remaining = deadline - time.perf_counter()
-        # The probe at the bound gets most of the time: on real networks the bound is
+    while low < high and time.perf_counter() < deadline and budget.remaining > 0:
+        # The probe at the bound gets most of the nodes left: on real networks the bound is
         # usually reachable. Later probes bisect with half of what is left.
         if probe >= high - 1 or best_peak is None:
-            share = remaining
+            fraction = 1.0
         elif probe in (bound, near):
-            share = remaining * 0.75
+            fraction = 0.75
         else:
-            share = remaining / 2
+            fraction = 0.5
         if progress:
             progress(f"exact: probing capacity {probe} (bounds [{low}, {high}])")
-        status, found = decide(sub, components, probe, time.perf_counter() + share)
+        share = NodeBudget(max(1, int(budget.remaining * fraction)))
+        granted = share.remaining
+        status, found = decide(sub, components, probe, deadline, share)
+        budget.remaining -= granted - share.remaining
         if status == "found":
             assert found is not None
             peak = int((found + sub.sizes).max())
@@ -658,13 +737,14 @@ def exact(problem: Problem, options: PlanOptions) -> AlgorithmResult:
     deadline = time.perf_counter() + options.time_limit_s
     instance = prepare(problem)
     start = best_of_portfolio(instance, deadline=deadline)
-    return exact_from(instance, start, deadline, options)
+    return exact_from(instance, start, deadline, default_node_budget(options), options)
 
 
 def exact_from(
     instance: Instance,
     start: GreedyPlan | None,
     deadline: float,
+    budget: NodeBudget,
     options: PlanOptions,
 ) -> AlgorithmResult:
     """Improves `start` (pools, offsets) pool by pool; with no start, searches each pool at
@@ -698,6 +778,7 @@ def exact_from(
             None if offsets is None else offsets[members],
             capacity,
             deadline,
+            budget,
             options.progress,
         )
         if found is None:

@@ -26,7 +26,7 @@ import time
 import numpy as np
 
 from usmp_dialect.planning import AlgorithmResult, PlanOptions
-from usmp_dialect.planning._core import INT, Instance, prepare
+from usmp_dialect.planning._core import INT, Instance, find_offset, prepare
 from usmp_dialect.planning.greedy import (
     GreedyPlan,
     NoFit,
@@ -106,6 +106,41 @@ def _time_neighbours(instance: Instance, buffer: int) -> np.ndarray:
     return np.unique(np.concatenate(found)) if found else np.empty(0, dtype=INT)
 
 
+def needless_spill(instance: Instance, pools: np.ndarray, offsets: np.ndarray) -> bool:
+    """Whether some buffer sits in a later candidate pool although it would fit, next to the
+    plan's other buffers, in an earlier one (a repair re-places only some buffers, so it can
+    leave one there after making room; greedy plans never do)."""
+    if all(len(candidates) == 1 for candidates in instance.candidate_pools):
+        return False
+    sizes = instance.sizes
+    for buffer, candidates in enumerate(instance.candidate_pools):
+        chosen = candidates.index(int(pools[buffer]))
+        if not chosen or not sizes[buffer]:
+            continue
+        neighbours = np.union1d(
+            _time_neighbours(instance, buffer),
+            instance.explicit_indices[
+                instance.explicit_indptr[buffer] : instance.explicit_indptr[buffer + 1]
+            ],
+        )
+        neighbours = neighbours[(neighbours != buffer) & (sizes[neighbours] > 0)]
+        for pool in candidates[:chosen]:
+            others = neighbours[pools[neighbours] == pool]
+            if (
+                find_offset(
+                    offsets[others],
+                    offsets[others] + sizes[others],
+                    int(sizes[buffer]),
+                    int(instance.alignments[buffer]),
+                    int(instance.capacities[pool]),
+                    False,
+                )
+                >= 0
+            ):
+                return True
+    return False
+
+
 def improve(
     instance: Instance,
     start: GreedyPlan,
@@ -147,6 +182,8 @@ def improve(
         finally:
             slowest[is_repair] = max(slowest[is_repair], time.perf_counter() - started)
         new_cost = plan_cost(instance, new_pools, new_offsets)
+        if is_repair and new_cost <= cost and needless_spill(instance, new_pools, new_offsets):
+            continue  # candidate order comes first: no buffer may spill that need not
         if new_cost < cost:
             stale = 0
         if new_cost <= cost:  # equal moves too: they let the search cross plateaus

@@ -22,7 +22,8 @@ _SIGNATURES: dict[str, tuple[type, list[type]]] = {
     "usmp_greedy_place": (_I64, [_I64, _PTR, _PTR, _PTR, _PTR, _I64, _PTR, _I64, _PTR, _PTR, _PTR,
                                  _PTR, _PTR, _PTR, _PTR, _PTR, _I64, ctypes.c_int32, _PTR, _PTR]),
     "usmp_exact_search": (ctypes.c_int32, [_I64, _PTR, _PTR, _PTR, _PTR, _PTR, _PTR, _I64, _PTR,
-                                           _I64, _PTR, _I64, _I64, ctypes.c_double, _PTR, _PTR]),
+                                           _I64, _PTR, _PTR, _PTR, ctypes.c_char_p, _I64, _I64,
+                                           ctypes.c_double, _PTR, _PTR]),
     "usmp_interval_graph": (_I64, [_I64, _I64, _PTR, _PTR, _PTR, _PTR, _PTR, _PTR]),
 }  # fmt: skip
 

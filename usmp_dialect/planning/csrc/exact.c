@@ -20,8 +20,10 @@
  *   Python re-checks the hull of those runs (or everything), with the same verdict.
  * - Each section keeps its unplaced buffers first in its member list (swapped out on placing,
  *   back in reverse order), so checks never scan placed buffers.
+ * - Re-ranking a part of a split writes the part's buffers' ranks over the parent's, after
+ *   saving them on a stack that `unplace` pops: the parent's next candidates see its own ranks.
  * - The recursion runs on an explicit stack of frames, so deep components cannot overflow the
- *   C stack; every array is allocated once per call. */
+ *   C stack; every array is allocated once per call (but the rank stack, which grows). */
 #define _POSIX_C_SOURCE 199309L
 
 #include <stdlib.h>
@@ -32,13 +34,6 @@
 
 #define THRESHOLD_LIMIT ((int64_t)1 << 41)
 #define UNBOUNDED ((int64_t)1 << 62)
-
-/* Optional departures from the Python mirror (usmp_exact_search_ex's `flags`); 0 = the
- * mirror. USMP_EXACT_PART_PREORDER: like MiniMalloc's SubSolve, each part of a dynamic
- * decomposition re-ranks its buffers by the preorder with T taken from the current section
- * totals (unplaced bytes), instead of keeping the static ranks. */
-#define USMP_EXACT_MIRROR 0
-#define USMP_EXACT_PART_PREORDER 1
 
 typedef struct {
     int64_t seg_off;  /* the node's unplaced buffers: order[seg_off, seg_off + seg_len) */
@@ -76,8 +71,7 @@ typedef struct {
     const int64_t *indptr;
     const int64_t *indices;
     int64_t *rank;         /* a copy: re-ranked parts write to it */
-    int32_t flags;
-    const int64_t *width;  /* preorder columns, for USMP_EXACT_PART_PREORDER */
+    const int64_t *width;  /* the preorder's W and A columns, per buffer */
     const int64_t *area;
     const char *preorder;
     int64_t *column_t;     /* per buffer of the part being re-ranked, its current T */
@@ -242,17 +236,39 @@ static int preorder_before(const Ctx *x, int64_t a, int64_t b) {
     return a < b;
 }
 
+/* Sorts values[0, n) into preorder, using temp (n entries): a merge sort, as the first parts
+ * of a large component can hold thousands of buffers. */
+static void sort_preorder(const Ctx *x, int64_t *values, int64_t *temp, int64_t n) {
+    int64_t *from = values, *to = temp;
+    for (int64_t width = 1; width < n; width *= 2) {
+        for (int64_t low = 0; low < n; low += 2 * width) {
+            int64_t mid = low + width < n ? low + width : n;
+            int64_t high = low + 2 * width < n ? low + 2 * width : n;
+            int64_t i = low, j = mid, k = low;
+            while (i < mid && j < high)
+                to[k++] = preorder_before(x, from[j], from[i]) ? from[j++] : from[i++];
+            while (i < mid) to[k++] = from[i++];
+            while (j < high) to[k++] = from[j++];
+        }
+        int64_t *swap = from;
+        from = to;
+        to = swap;
+    }
+    if (from != values) memcpy(values, from, sizeof(int64_t) * (size_t)n);
+}
+
 /* Re-ranks the buffers order[off, off + len) by the preorder with T from the current totals
- * (saving the old ranks for `unplace`). Insertion sort into `scratch`: parts are small. */
-static void rerank(Ctx *x, int64_t off, int64_t len) {
-    if (!len) return;
+ * (saving the old ranks for `unplace`), as MiniMalloc's SubSolve does for each part. Uses
+ * `scratch` and `part_of`. 0 when out of memory. */
+static int rerank(Ctx *x, int64_t off, int64_t len) {
+    if (!len) return 1;
     if (x->saved_rank_top + len > x->saved_rank_capacity) {
         int64_t capacity = 2 * (x->saved_rank_top + len);
         int64_t *buffers = realloc(x->saved_rank_buffer, sizeof(int64_t) * (size_t)capacity);
         if (buffers) x->saved_rank_buffer = buffers;
         int64_t *ranks = realloc(x->saved_rank, sizeof(int64_t) * (size_t)capacity);
         if (ranks) x->saved_rank = ranks;
-        if (!buffers || !ranks) return; /* no memory: keep the ranks (still a valid search) */
+        if (!buffers || !ranks) return 0;
         x->saved_rank_capacity = capacity;
     }
     int64_t *sorted = x->scratch;
@@ -261,24 +277,21 @@ static void rerank(Ctx *x, int64_t off, int64_t len) {
         for (int64_t p = x->msec_ptr[b]; p < x->msec_ptr[b + 1]; p++)
             if (x->total[x->msec[p]] > t) t = x->total[x->msec[p]];
         x->column_t[b] = t;
-        int64_t j = i - 1;
-        while (j >= 0 && preorder_before(x, b, sorted[j])) {
-            sorted[j + 1] = sorted[j];
-            j--;
-        }
-        sorted[j + 1] = b;
+        sorted[i] = b;
     }
+    sort_preorder(x, sorted, x->part_of, len);
     for (int64_t i = 0; i < len; i++) {
         int64_t b = sorted[i];
         x->saved_rank_buffer[x->saved_rank_top] = b;
         x->saved_rank[x->saved_rank_top++] = x->rank[b];
         x->rank[b] = i;
     }
+    return 1;
 }
 
 /* Places `f->cur` and lays out the parts to search below it (exact.py's loop body up to
- * `_place_rest`). */
-static void place(Ctx *x, Frame *f) {
+ * `_place_rest`). 0 when out of memory. */
+static int place(Ctx *x, Frame *f) {
     const int64_t c = f->cur;
     const int64_t offset = x->mvo[c];
     const int64_t size = x->sizes[c];
@@ -338,7 +351,7 @@ static void place(Ctx *x, Frame *f) {
         part->off = rest_off;
         part->len = rest_len;
         f->parts_count = 1;
-        return;
+        return 1;
     }
     /* Split at every boundary no unplaced buffer crosses any more: parts [points[i],
      * points[i+1]) in section order; each unplaced buffer lies inside exactly one. */
@@ -383,8 +396,9 @@ static void place(Ctx *x, Frame *f) {
     }
     x->parts_top += n;
     f->parts_count = n;
-    if (x->flags & USMP_EXACT_PART_PREORDER)
-        for (int64_t j = 0; j < n; j++) rerank(x, parts[j].off, parts[j].len);
+    for (int64_t j = 0; j < n; j++)
+        if (!rerank(x, parts[j].off, parts[j].len)) return 0;
+    return 1;
 }
 
 static void unplace(Ctx *x, Frame *f) {
@@ -525,8 +539,10 @@ static int32_t search(Ctx *x, int64_t member_count, int64_t node_limit, double d
             if (next_candidate(x, f) < 0) {
                 value = 0;
                 state = RETURN;
+            } else if (!place(x, f)) {
+                result = -2; /* out of memory: report it as giving up */
+                break;
             } else {
-                place(x, f);
                 state = PART;
             }
         } else if (state == PART) {
@@ -571,42 +587,16 @@ static int32_t search(Ctx *x, int64_t member_count, int64_t node_limit, double d
     return result;
 }
 
-/* usmp_exact_search with optional departures from the mirror (`flags`, see
- * USMP_EXACT_PART_PREORDER, which reads `width`, `area` (exact.py's W and A columns, per
- * buffer) and `preorder` (its letters, e.g. "WAT")). Not in native.h yet. */
-int32_t usmp_exact_search_ex(int64_t count, const int64_t *sizes, const int64_t *alignments,
-                             const int64_t *indptr, const int64_t *indices,
-                             const int64_t *section_indptr, const int64_t *section_indices,
-                             int64_t section_count, const int64_t *component,
-                             int64_t component_count, const int64_t *rank, int64_t capacity,
-                             int64_t node_limit, double time_limit_s, int64_t *offsets,
-                             int64_t *nodes, int32_t flags, const int64_t *width,
-                             const int64_t *area, const char *preorder);
-
 int32_t usmp_exact_search(int64_t count, const int64_t *sizes, const int64_t *alignments,
                           const int64_t *indptr, const int64_t *indices,
                           const int64_t *section_indptr, const int64_t *section_indices,
                           int64_t section_count, const int64_t *component,
-                          int64_t component_count, const int64_t *rank, int64_t capacity,
+                          int64_t component_count, const int64_t *rank, const int64_t *width,
+                          const int64_t *area, const char *preorder, int64_t capacity,
                           int64_t node_limit, double time_limit_s, int64_t *offsets,
                           int64_t *nodes) {
-    return usmp_exact_search_ex(count, sizes, alignments, indptr, indices, section_indptr,
-                                section_indices, section_count, component, component_count, rank,
-                                capacity, node_limit, time_limit_s, offsets, nodes,
-                                USMP_EXACT_MIRROR, NULL, NULL, NULL);
-}
-
-int32_t usmp_exact_search_ex(int64_t count, const int64_t *sizes, const int64_t *alignments,
-                             const int64_t *indptr, const int64_t *indices,
-                             const int64_t *section_indptr, const int64_t *section_indices,
-                             int64_t section_count, const int64_t *component,
-                             int64_t component_count, const int64_t *rank, int64_t capacity,
-                             int64_t node_limit, double time_limit_s, int64_t *offsets,
-                             int64_t *nodes, int32_t flags, const int64_t *width,
-                             const int64_t *area, const char *preorder) {
     const double deadline = now_s() + time_limit_s;
     const int64_t m = component_count;
-    if (!width || !area || !preorder) flags &= ~USMP_EXACT_PART_PREORDER;
     *nodes = 0;
     Ctx x;
     memset(&x, 0, sizeof x);
@@ -616,7 +606,6 @@ int32_t usmp_exact_search_ex(int64_t count, const int64_t *sizes, const int64_t 
     x.alignments = alignments;
     x.indptr = indptr;
     x.indices = indices;
-    x.flags = flags;
     x.width = width;
     x.area = area;
     x.preorder = preorder;
@@ -644,11 +633,15 @@ int32_t usmp_exact_search_ex(int64_t count, const int64_t *sizes, const int64_t 
     x.parts = malloc(sizeof(Part) * (size_t)(pairs + m + 1));
     x.part_of = malloc(sizeof(int64_t) * (size_t)(m + 1));
     x.scratch = malloc(sizeof(int64_t) * (size_t)(m + 1));
+    x.saved_rank_capacity = m + 1;
+    x.saved_rank_buffer = malloc(sizeof(int64_t) * (size_t)x.saved_rank_capacity);
+    x.saved_rank = malloc(sizeof(int64_t) * (size_t)x.saved_rank_capacity);
     x.frames = malloc(sizeof(Frame) * (size_t)(m + 2));
     int32_t result = -2; /* out of memory: report it as giving up */
-    if (!x.rank || !x.column_t || !local || !x.msec_ptr || !x.msec || !x.first_section || !x.end_section || !x.unplaced ||
-        !x.mvo || !x.solution || !x.order || !x.pos || !x.saved_buffer || !x.saved_mvo ||
-        !x.parts || !x.part_of || !x.scratch || !x.frames)
+    if (!x.rank || !x.column_t || !local || !x.msec_ptr || !x.msec || !x.first_section ||
+        !x.end_section || !x.unplaced || !x.mvo || !x.solution || !x.order || !x.pos ||
+        !x.saved_buffer || !x.saved_mvo || !x.parts || !x.part_of || !x.scratch ||
+        !x.saved_rank_buffer || !x.saved_rank || !x.frames)
         goto done;
 
     memcpy(x.rank, rank, sizeof(int64_t) * (size_t)count);

@@ -23,15 +23,19 @@ int64_t usmp_greedy_place(int64_t count, const int64_t *sizes, const int64_t *al
                           int64_t *offsets);
 
 /* The exact decision search of one connected component at one capacity (exact.py's
- * `Search.run`, visiting the same nodes in the same order). Returns 1 when a placement under
- * `capacity` was found (the component's offsets written to `offsets`, indexed like `sizes`),
- * 0 when proven infeasible, -1 when more than `node_limit` nodes were needed, -2 when
- * `time_limit_s` seconds passed. `nodes` receives the number of nodes visited. */
+ * `Search.run`, visiting the same nodes in the same order). `rank` is the component's static
+ * preorder; when the search splits into independent parts, each part is re-ranked by the
+ * `preorder` letters (e.g. "WAT"; each column descending, ties by index): W `width`, A `area`,
+ * T the buffer's largest current section total, Z its size, C its number of sections. Returns 1 when a placement
+ * under `capacity` was found (the component's offsets written to `offsets`, indexed like
+ * `sizes`), 0 when proven infeasible, -1 when more than `node_limit` nodes were needed, -2 when
+ * `time_limit_s` seconds passed (or memory ran out). `nodes` receives the nodes visited. */
 int32_t usmp_exact_search(int64_t count, const int64_t *sizes, const int64_t *alignments,
                           const int64_t *indptr, const int64_t *indices,
                           const int64_t *section_indptr, const int64_t *section_indices,
                           int64_t section_count, const int64_t *component,
-                          int64_t component_count, const int64_t *rank, int64_t capacity,
+                          int64_t component_count, const int64_t *rank, const int64_t *width,
+                          const int64_t *area, const char *preorder, int64_t capacity,
                           int64_t node_limit, double time_limit_s, int64_t *offsets,
                           int64_t *nodes);
 
