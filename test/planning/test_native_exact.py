@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import random
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -118,25 +119,39 @@ def subproblem_of(problem: Problem) -> tuple[Subproblem, list[int]]:
     return build_subproblem(instance, members), members.tolist()
 
 
+def compare_components(
+    problem: Problem,
+    capacities: Callable[[int], set[int]],
+    node_limits: Callable[[], tuple[int, ...]],
+    outcomes: dict[int, int],
+) -> None:
+    """C and Python agree on every component of `problem`, at the capacities derived from the
+    lower bound, with every preorder and node limit; counts the outcomes by status."""
+    sub, members = subproblem_of(problem)
+    bound = lower_bound(problem, members)
+    for component in partitions(sub):
+        if len(component) < 2:
+            continue
+        for capacity in sorted(capacities(bound)):
+            for preorder in PREORDERS:
+                for node_limit in node_limits():
+                    expected = python_outcome(sub, component, capacity, preorder, node_limit)
+                    got = native_outcome(sub, component, capacity, preorder, node_limit)
+                    assert got == expected, (problem, capacity, preorder, node_limit)
+                    outcomes[got[0]] += 1
+
+
 @pytest.mark.parametrize("seed", range(4))
 def test_same_search_as_python_on_random_components(seed: int) -> None:
     rng = random.Random(seed)
     outcomes = {-1: 0, 0: 0, 1: 0}
     for _ in range(40):
-        problem = random_problem(rng)
-        sub, members = subproblem_of(problem)
-        bound = lower_bound(problem, members)
-        for component in partitions(sub):
-            if len(component) < 2:
-                continue
-            capacities = {bound - 1, bound, bound + 1, bound + rng.randint(2, 30), 1 << 41}
-            for capacity in sorted(capacities):
-                for preorder in PREORDERS:
-                    for node_limit in (rng.randint(1, 12), 2_000):
-                        expected = python_outcome(sub, component, capacity, preorder, node_limit)
-                        got = native_outcome(sub, component, capacity, preorder, node_limit)
-                        assert got == expected, (problem, capacity, preorder, node_limit)
-                        outcomes[got[0]] += 1
+        compare_components(
+            random_problem(rng),
+            lambda bound: {bound - 1, bound, bound + 1, bound + rng.randint(2, 30), 1 << 41},
+            lambda: (rng.randint(1, 12), 2_000),
+            outcomes,
+        )
     assert all(outcomes.values()), outcomes  # found, infeasible and node-limited cases all ran
 
 
@@ -157,19 +172,12 @@ def test_same_search_as_python_on_random_timelines(seed: int) -> None:
     rng = random.Random(100 + seed)
     outcomes = {-1: 0, 0: 0, 1: 0}
     for _ in range(15):
-        problem = timeline_problem(rng)
-        sub, members = subproblem_of(problem)
-        bound = lower_bound(problem, members)
-        for component in partitions(sub):
-            if len(component) < 2:
-                continue
-            for capacity in (bound - 1, bound, bound + 2):
-                for preorder in PREORDERS:
-                    for node_limit in (rng.randint(5, 40), 3_000):
-                        expected = python_outcome(sub, component, capacity, preorder, node_limit)
-                        got = native_outcome(sub, component, capacity, preorder, node_limit)
-                        assert got == expected, (problem, capacity, preorder, node_limit)
-                        outcomes[got[0]] += 1
+        compare_components(
+            timeline_problem(rng),
+            lambda bound: {bound - 1, bound, bound + 2},
+            lambda: (rng.randint(5, 40), 3_000),
+            outcomes,
+        )
     assert all(outcomes.values()), outcomes
 
 
