@@ -31,16 +31,22 @@ from usmp_dialect.planning.exact import (
     exact_applicable,
     exact_from,
 )
-from usmp_dialect.planning.greedy import best_of_portfolio, diagnose_no_fit, to_plan
+from usmp_dialect.planning.greedy import (
+    GreedyPlan,
+    best_of_portfolio,
+    diagnose_no_fit,
+    plan_cost,
+    to_plan,
+)
 from usmp_dialect.planning.local_search import improve
 from usmp_dialect.planning.problem import Problem, lower_bound
+from usmp_dialect.planning.size_split import size_split
 
 PORTFOLIO_SHARE = 0.4
 PORTFOLIO_SHARE_BEFORE_EXACT = 0.15
-PORTFOLIO_SHARE_BEFORE_LOCAL_SEARCH = 0.7
-"""On large pools the exact search's time is worth more than more greedy variants; on pools
-too large for it, more variants are worth more than local search (on IOPDDL S_1 the third
-variant is 2.2 % better than the first two, local search finds nothing in seconds)."""
+PORTFOLIO_SHARE_BEFORE_SPLIT = 0.3
+"""On large pools the exact search's time (directly, or on the large buffers of a size split)
+is worth more than more greedy variants."""
 
 
 def at_lower_bound(instance: Instance, pools: np.ndarray, offsets: np.ndarray) -> bool:
@@ -64,7 +70,7 @@ def auto(problem: Problem, options: PlanOptions) -> AlgorithmResult:
     # on large problems that the exact search will take on, where its time is worth more.
     share = PORTFOLIO_SHARE
     if not exact_applicable(instance):
-        share = PORTFOLIO_SHARE_BEFORE_LOCAL_SEARCH
+        share = PORTFOLIO_SHARE_BEFORE_SPLIT
     elif instance.count >= NEAR_FIRST_BUFFERS:
         share = PORTFOLIO_SHARE_BEFORE_EXACT
     best = best_of_portfolio(
@@ -81,6 +87,14 @@ def auto(problem: Problem, options: PlanOptions) -> AlgorithmResult:
         return AlgorithmResult(to_plan(best.pools, best.offsets), exhausted=True)
     if exact_applicable(instance):
         return exact_from(instance, best, deadline, exact_budget, options)
+    split = size_split(instance, best, deadline, exact_budget, options)
+    if split is not None:
+        if at_lower_bound(instance, *split):
+            return AlgorithmResult(to_plan(*split), exhausted=True)
+        pools, offsets = split
+        best = GreedyPlan(
+            pools, offsets, best.order, best.best_fit, "size split", plan_cost(instance, *split)
+        )
     if options.progress:
         options.progress("auto: problem too large for the exact search, local search")
     return AlgorithmResult(to_plan(*improve(instance, best, deadline, options.seed)))
