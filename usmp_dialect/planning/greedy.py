@@ -39,9 +39,9 @@ EDGE_BUDGET = 60_000_000
 variants (strongest first) as fit in this many units, at least two, so that it stays within
 seconds on tens of thousands of buffers."""
 
-NATIVE_BUFFER_BUDGET = 250_000
+NATIVE_BUFFER_BUDGET = 150_000
 """With the native core a pass costs about one unit per buffer (times a logarithm): as many
-variants as fit in this many units (all twelve up to ~20k buffers, four on 62k)."""
+variants as fit in this many units (all twelve up to 12,500 buffers, two on 62k)."""
 
 VARIANTS = (
     ("size", "first"),
