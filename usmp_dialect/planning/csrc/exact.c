@@ -18,8 +18,11 @@
  *   a buffer out only shrinks sums, the sections of the raised buffers and, in them, only the
  *   thresholds the raises crossed; above it, the sections of the placed and raised buffers.
  *   Python re-checks the hull of those runs (or everything), with the same verdict.
- * - Each section keeps its unplaced buffers first in its member list (swapped out on placing,
- *   back in reverse order), so checks never scan placed buffers.
+ * - Checks scan a section's whole member list and skip the placed buffers: keeping the
+ *   unplaced ones first instead cost a few cache misses per section of every placed buffer,
+ *   more than the skipping (sections are checked far less often than placed buffers cross them).
+ * - A segment tree over the section totals gives their maximum over a run in log time: the T
+ *   of re-ranked buffers and a node's fullest section, which scans cost per section.
  * - Re-ranking a part of a split writes the part's buffers' ranks over the parent's, after
  *   saving them on a stack that `unplace` pops: the parent's next candidates see its own ranks.
  * - The recursion runs on an explicit stack of frames, so deep components cannot overflow the
@@ -80,14 +83,13 @@ typedef struct {
     int64_t saved_rank_top;
     int64_t saved_rank_capacity;
     int64_t section_count; /* local sections: those of the component, renumbered in order */
-    int64_t *sec_ptr;      /* per local section, its buffers: the unplaced ones first */
+    int64_t *sec_ptr;      /* per local section, its buffers */
     int64_t *sec_own;
-    int64_t *sec_pair;     /* per position in sec_own, the pair (index into msec) */
-    int64_t *pair_at;      /* per pair, its position in sec_own */
-    int64_t *sec_open;     /* per section, how many of its buffers are unplaced */
     int64_t *msec_ptr;     /* per buffer, its local sections */
     int64_t *msec;
     int64_t *total;        /* per section, the unplaced bytes */
+    int64_t *peak;         /* segment tree over `total` (node v: children 2v, 2v + 1): the */
+    int64_t *lift;         /* max of v's range is peak[v], lift[v] the add applied to all of it */
     int64_t *cuts;         /* per boundary s|s+1, the unplaced buffers crossing it */
     int64_t *stamp;        /* per section, the node that last checked it */
     int64_t *first_section;
@@ -130,6 +132,58 @@ static void sort_descending(int64_t *values, int64_t *sizes, int64_t n) {
     }
 }
 
+/* Adds `delta` to the totals of sections [l, r) in the tree of node v over [lo, hi). */
+static void tree_add(Ctx *x, int64_t v, int64_t lo, int64_t hi, int64_t l, int64_t r,
+                     int64_t delta) {
+    if (r <= lo || hi <= l) return;
+    if (l <= lo && hi <= r) {
+        x->peak[v] += delta;
+        x->lift[v] += delta;
+        return;
+    }
+    int64_t mid = lo + (hi - lo) / 2;
+    tree_add(x, 2 * v, lo, mid, l, r, delta);
+    tree_add(x, 2 * v + 1, mid, hi, l, r, delta);
+    int64_t a = x->peak[2 * v], b = x->peak[2 * v + 1];
+    x->peak[v] = x->lift[v] + (a > b ? a : b);
+}
+
+/* The largest total over sections [l, r) (r > l) in the tree of node v over [lo, hi). */
+static int64_t tree_max(const Ctx *x, int64_t v, int64_t lo, int64_t hi, int64_t l, int64_t r) {
+    if (l <= lo && hi <= r) return x->peak[v];
+    int64_t mid = lo + (hi - lo) / 2, best = -UNBOUNDED;
+    if (l < mid) best = tree_max(x, 2 * v, lo, mid, l, r);
+    if (r > mid) {
+        int64_t other = tree_max(x, 2 * v + 1, mid, hi, l, r);
+        if (other > best) best = other;
+    }
+    return x->lift[v] + best;
+}
+
+/* Rank-time T and a node's fullest section are range maxima of the totals, which placements
+ * change by runs (or single sections): a tree answers both in log time, not per section. */
+static void add_totals(Ctx *x, int64_t l, int64_t r, int64_t delta) {
+    tree_add(x, 1, 0, x->section_count, l, r, delta);
+}
+
+static int64_t largest_total(const Ctx *x, int64_t l, int64_t r) {
+    return tree_max(x, 1, 0, x->section_count, l, r);
+}
+
+/* Fills the tree of node v over [lo, hi) from `total`. */
+static void tree_build(Ctx *x, int64_t v, int64_t lo, int64_t hi) {
+    if (hi - lo == 1) {
+        x->peak[v] = x->lift[v] = x->total[lo];
+        return;
+    }
+    int64_t mid = lo + (hi - lo) / 2;
+    tree_build(x, 2 * v, lo, mid);
+    tree_build(x, 2 * v + 1, mid, hi);
+    int64_t a = x->peak[2 * v], b = x->peak[2 * v + 1];
+    x->lift[v] = 0;
+    x->peak[v] = a > b ? a : b;
+}
+
 /* Section inference for one section: exact.py's basic check and, below THRESHOLD_LIMIT,
  * `_thresholds_fit` (for every t, the unplaced buffers of minimum offset >= t fit in
  * [t, capacity)). */
@@ -137,10 +191,12 @@ static int section_fits(Ctx *x, int64_t s) {
     const int64_t capacity = x->capacity;
     const int64_t total = x->total[s];
     const int64_t *own = x->sec_own + x->sec_ptr[s];
-    const int64_t open = x->sec_open[s];
-    int64_t lowest = UNBOUNDED, highest = -1;
-    for (int64_t i = 0; i < open; i++) {
+    const int64_t members = x->sec_ptr[s + 1] - x->sec_ptr[s];
+    int64_t lowest = UNBOUNDED, highest = -1, open = 0;
+    for (int64_t i = 0; i < members; i++) {
+        if (!x->unplaced[own[i]]) continue;
         int64_t v = x->mvo[own[i]];
+        open++;
         if (v < lowest) lowest = v;
         if (v > highest) highest = v;
     }
@@ -152,9 +208,9 @@ static int section_fits(Ctx *x, int64_t s) {
      * `total`), and the bytes at or above such a t all belong to buffers above that line. */
     const int64_t line = capacity - total;
     int64_t n = 0;
-    for (int64_t i = 0; i < open; i++) {
+    for (int64_t i = 0; i < members; i++) {
         int64_t b = own[i];
-        if (x->mvo[b] <= line) continue;
+        if (!x->unplaced[b] || x->mvo[b] <= line) continue;
         x->values[n] = x->mvo[b];
         x->value_sizes[n] = x->sizes[b];
         n++;
@@ -178,10 +234,11 @@ static int section_window_fits(Ctx *x, int64_t s, int64_t low, int64_t high) {
     const int64_t floor = low > line ? low : line;
     if (high <= floor) return 1;
     const int64_t *own = x->sec_own + x->sec_ptr[s];
-    const int64_t open = x->sec_open[s];
+    const int64_t members = x->sec_ptr[s + 1] - x->sec_ptr[s];
     int64_t above = 0, n = 0;
-    for (int64_t i = 0; i < open; i++) {
+    for (int64_t i = 0; i < members; i++) {
         int64_t b = own[i], v = x->mvo[b];
+        if (!x->unplaced[b]) continue;
         if (v > high) {
             above += x->sizes[b];
         } else if (v > floor) {
@@ -273,10 +330,9 @@ static int rerank(Ctx *x, int64_t off, int64_t len) {
     }
     int64_t *sorted = x->scratch;
     for (int64_t i = 0; i < len; i++) {
-        int64_t b = x->order[off + i], t = 0;
-        for (int64_t p = x->msec_ptr[b]; p < x->msec_ptr[b + 1]; p++)
-            if (x->total[x->msec[p]] > t) t = x->total[x->msec[p]];
-        x->column_t[b] = t;
+        /* Splits imply decomposition, so each buffer's sections are one nonempty run. */
+        int64_t b = x->order[off + i];
+        x->column_t[b] = largest_total(x, x->first_section[b], x->end_section[b]);
         sorted[i] = b;
     }
     sort_preorder(x, sorted, x->part_of, len);
@@ -315,18 +371,10 @@ static int place(Ctx *x, Frame *f) {
     f->saved_top = x->saved_top;
     f->hatless = f->saved_top == f->saved_base;
     for (int64_t p = x->msec_ptr[c]; p < x->msec_ptr[c + 1]; p++) {
-        /* Out of the section's unplaced prefix (undone in reverse order by `unplace`). */
-        int64_t sec = x->msec[p];
-        x->total[sec] -= size;
-        int64_t at = x->pair_at[p], last = x->sec_ptr[sec] + --x->sec_open[sec];
-        int64_t other_pair = x->sec_pair[last];
-        x->sec_own[at] = x->sec_own[last];
-        x->sec_pair[at] = other_pair;
-        x->pair_at[other_pair] = at;
-        x->sec_own[last] = c;
-        x->sec_pair[last] = p;
-        x->pair_at[p] = last;
+        x->total[x->msec[p]] -= size;
+        if (!x->decompose) add_totals(x, x->msec[p], x->msec[p] + 1, -size);
     }
+    if (x->decompose) add_totals(x, x->first_section[c], x->end_section[c], -size);
 
     f->parts_base = x->parts_top;
     f->rank_base = x->saved_rank_top;
@@ -406,8 +454,9 @@ static void unplace(Ctx *x, Frame *f) {
     for (int64_t s = f->cut_low; s < f->cut_high; s++) x->cuts[s]++;
     for (int64_t p = x->msec_ptr[c]; p < x->msec_ptr[c + 1]; p++) {
         x->total[x->msec[p]] += size;
-        x->sec_open[x->msec[p]]++;
+        if (!x->decompose) add_totals(x, x->msec[p], x->msec[p] + 1, size);
     }
+    if (x->decompose) add_totals(x, x->first_section[c], x->end_section[c], size);
     for (int64_t i = f->saved_top - 1; i >= f->saved_base; i--)
         x->mvo[x->saved_buffer[i]] = x->saved_mvo[i];
     x->saved_top = f->saved_base;
@@ -419,15 +468,29 @@ static void unplace(Ctx *x, Frame *f) {
     x->unplaced[c] = 1;
 }
 
-/* The node's checks before branching; sets f->limit. 0 when the node fails. */
+/* Keys order candidates by minimum offset first, so those below a limit on it are a prefix of
+ * the key order: the candidate after `above` is the smallest key above it, if under the limit.
+ * Sets f->cur (-1: none) and f->cur_key. */
+static void take_candidate(Ctx *x, Frame *f, int64_t best, int64_t best_key) {
+    f->cur = best >= 0 && x->mvo[best] < f->limit ? best : -1;
+    f->cur_key = best_key;
+}
+
+/* The node's checks before branching; sets f->limit and the first candidate. 0 when the node
+ * fails. */
 static int node_fits(Ctx *x, Frame *f, const Frame *parent, int64_t node) {
-    const int64_t capacity = x->capacity;
-    int64_t lowest_top = UNBOUNDED, highest_top = -1;
+    const int64_t capacity = x->capacity, count = x->count, above = f->last_key;
+    int64_t lowest_top = UNBOUNDED, highest_top = -1, best = -1, best_key = 0;
+    /* One pass over the segment for the dominance limit and the first candidate. */
     for (int64_t i = f->seg_off; i < f->seg_off + f->seg_len; i++) {
-        int64_t b = x->order[i];
-        int64_t top = x->mvo[b] + x->sizes[b];
+        int64_t b = x->order[i], v = x->mvo[b];
+        int64_t top = v + x->sizes[b], key = v * count + x->rank[b];
         if (top < lowest_top) lowest_top = top;
         if (top > highest_top) highest_top = top;
+        if (key > above && (best < 0 || key < best_key)) {
+            best = b;
+            best_key = key;
+        }
     }
     if (highest_top > capacity) return 0;
     if (!parent) {
@@ -471,34 +534,30 @@ static int node_fits(Ctx *x, Frame *f, const Frame *parent, int64_t node) {
             }
         }
     }
-    int64_t fullest = 0;
-    for (int64_t s = f->first; s < f->end; s++)
-        if (x->total[s] > fullest) fullest = x->total[s];
+    const int64_t fullest = f->end > f->first ? largest_total(x, f->first, f->end) : 0;
     int64_t room = capacity - fullest + 1;
     f->limit = lowest_top < room ? lowest_top : room;
+    take_candidate(x, f, best, best_key);
     return 1;
 }
 
-/* The eligible buffer of smallest key above f->cur_key, or -1. */
-static int64_t next_candidate(Ctx *x, Frame *f) {
-    const int64_t count = x->count, above = f->cur_key, limit = f->limit;
+/* Moves f->cur to the next candidate (-1: none). */
+static void next_candidate(Ctx *x, Frame *f) {
+    const int64_t count = x->count, above = f->cur_key;
     int64_t best = -1, best_key = 0;
     for (int64_t i = f->seg_off; i < f->seg_off + f->seg_len; i++) {
         int64_t b = x->order[i];
-        int64_t v = x->mvo[b];
-        if (v >= limit) continue;
-        int64_t key = v * count + x->rank[b];
+        int64_t key = x->mvo[b] * count + x->rank[b];
         if (key > above && (best < 0 || key < best_key)) {
             best = b;
             best_key = key;
         }
     }
-    f->cur = best;
-    f->cur_key = best_key;
-    return best;
+    take_candidate(x, f, best, best_key);
 }
 
-enum { ENTER, NEXT, PART, RETURN };
+/* TRY branches on f->cur; NEXT first moves it on. */
+enum { ENTER, TRY, NEXT, PART, RETURN };
 
 static int32_t search(Ctx *x, int64_t member_count, int64_t node_limit, double deadline,
                       int64_t *nodes_out) {
@@ -531,12 +590,11 @@ static int32_t search(Ctx *x, int64_t member_count, int64_t node_limit, double d
                 value = 0;
                 state = RETURN;
             } else {
-                f->cur = -1;
-                f->cur_key = f->last_key;
-                state = NEXT;
+                state = TRY;
             }
-        } else if (state == NEXT) {
-            if (next_candidate(x, f) < 0) {
+        } else if (state == TRY || state == NEXT) {
+            if (state == NEXT) next_candidate(x, f);
+            if (f->cur < 0) {
                 value = 0;
                 state = RETURN;
             } else if (!place(x, f)) {
@@ -671,18 +729,15 @@ int32_t usmp_exact_search(int64_t count, const int64_t *sizes, const int64_t *al
     x.total = calloc((size_t)sections + 1, sizeof(int64_t));
     x.cuts = calloc((size_t)sections + 1, sizeof(int64_t));
     x.stamp = calloc((size_t)sections + 1, sizeof(int64_t));
-    x.sec_pair = malloc(sizeof(int64_t) * (size_t)(pairs + 1));
-    x.pair_at = malloc(sizeof(int64_t) * (size_t)(pairs + 1));
-    x.sec_open = calloc((size_t)sections + 1, sizeof(int64_t));
+    x.peak = malloc(sizeof(int64_t) * (size_t)(4 * sections + 4));
+    x.lift = malloc(sizeof(int64_t) * (size_t)(4 * sections + 4));
 
-    if (!x.sec_ptr || !x.sec_own || !x.total || !x.cuts || !x.stamp || !x.sec_pair ||
-        !x.pair_at || !x.sec_open)
+    if (!x.sec_ptr || !x.sec_own || !x.total || !x.cuts || !x.stamp || !x.peak || !x.lift)
         goto done;
     for (int64_t p = 0; p < pairs; p++) x.sec_ptr[x.msec[p] + 1]++;
     int64_t population = 0;
     for (int64_t s = 0; s < sections; s++) {
         if (x.sec_ptr[s + 1] > population) population = x.sec_ptr[s + 1];
-        x.sec_open[s] = x.sec_ptr[s + 1];
         x.sec_ptr[s + 1] += x.sec_ptr[s];
     }
     x.values = malloc(sizeof(int64_t) * (size_t)(population + 1));
@@ -693,12 +748,8 @@ int32_t usmp_exact_search(int64_t count, const int64_t *sizes, const int64_t *al
         for (int64_t s = 0; s < sections; s++) fill[s] = x.sec_ptr[s];
         for (int64_t i = 0; i < m; i++) {
             int64_t b = component[i];
-            for (int64_t p = x.msec_ptr[b]; p < x.msec_ptr[b + 1]; p++) {
-                int64_t at = fill[x.msec[p]]++;
-                x.sec_own[at] = b;
-                x.sec_pair[at] = p;
-                x.pair_at[p] = at;
-            }
+            for (int64_t p = x.msec_ptr[b]; p < x.msec_ptr[b + 1]; p++)
+                x.sec_own[fill[x.msec[p]]++] = b;
         }
     }
 
@@ -729,6 +780,7 @@ int32_t usmp_exact_search(int64_t count, const int64_t *sizes, const int64_t *al
     for (int64_t i = 0; i < m; i++)
         if (sizes[component[i]] > capacity) goto done;
     for (int64_t s = 0; s < sections; s++) x.stamp[s] = -1;
+    if (sections) tree_build(&x, 1, 0, sections);
 
     result = search(&x, m, node_limit, deadline, nodes);
     if (result == 1)
@@ -756,9 +808,8 @@ done:
     free(x.total);
     free(x.cuts);
     free(x.stamp);
-    free(x.sec_pair);
-    free(x.pair_at);
-    free(x.sec_open);
+    free(x.peak);
+    free(x.lift);
     free(x.rank);
     free(x.column_t);
     free(x.saved_rank_buffer);
