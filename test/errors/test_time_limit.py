@@ -63,7 +63,7 @@ def test_usmp_plan_returns_a_valid_plan_not_proven_optimal(
     run = cli_runs.run_tool("usmp-plan", [*args, "--report", str(report)], capsys)
     assert run.exit_code == 0
     assert "not proven optimal" in run.stderr_lines[-1]
-    assert f"time limit {TIME_LIMIT_S} s reached" in run.stderr_lines[-1]
+    assert f"search stopped at its {TIME_LIMIT_S} s limit" in run.stderr_lines[-1]
 
     rows = list(csv.DictReader(plan.read_text().splitlines()))
     problem = list(csv.DictReader(CHALLENGING.read_text().splitlines()))
@@ -92,8 +92,8 @@ def test_usmp_opt_returns_a_valid_plan_not_proven_optimal(
     assert len(run.stderr_lines) == 1
     note = run.stderr_lines[0]
     assert note.startswith(
-        f"note: usmp-plan pass: time limit {TIME_LIMIT_S} s reached: the plan is valid but not "
-        "proven optimal: @global_workspace "
+        f"note: usmp-plan pass: search stopped at its {TIME_LIMIT_S} s limit: the plan is valid "
+        "but not proven optimal: @global_workspace "
     )
 
     data = json.loads(report.read_text())

@@ -65,10 +65,11 @@ def check_plan_options(time_limit: float, seed: int) -> None:
 
 
 def not_optimal_note(problem: Problem, result: PlanResult, time_limit_s: float) -> str | None:
-    """The stderr note for a search the time limit stopped before it proved its plan optimal.
+    """The stderr note for a search its limit (the time limit, or the node budget that stands
+    for it) stopped before it proved its plan optimal.
 
     The note names the pass, not a program: the pass runs inside `usmp-opt` and other drivers."""
-    if result.proven_optimal or result.time_s < time_limit_s:
+    if result.proven_optimal or not result.limit_reached:
         return None
     pools = ", ".join(
         f"@{pool.name} {size} bytes (lower bound {bound})"
@@ -78,8 +79,8 @@ def not_optimal_note(problem: Problem, result: PlanResult, time_limit_s: float) 
         if size
     )
     return (
-        f"note: usmp-plan pass: time limit {time_limit_s:g} s reached: the plan is valid but not "
-        f"proven optimal: {pools}"
+        f"note: usmp-plan pass: search stopped at its {time_limit_s:g} s limit: the plan is "
+        f"valid but not proven optimal: {pools}"
     )
 
 

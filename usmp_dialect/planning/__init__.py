@@ -72,6 +72,8 @@ class AlgorithmResult:
 
     plan: Plan
     exhausted: bool = False
+    limit_reached: bool = False
+    """The search stopped at its node budget or time limit (see PlanResult.limit_reached)."""
 
 
 Algorithm = Callable[[Problem, PlanOptions], AlgorithmResult]
@@ -128,4 +130,5 @@ def solve(
         lower_bounds=bounds,
         proven_optimal=proven,
         time_s=elapsed_s,
+        limit_reached=not proven and (result.limit_reached or elapsed_s >= options.time_limit_s),
     )

@@ -97,4 +97,5 @@ def auto(problem: Problem, options: PlanOptions) -> AlgorithmResult:
         )
     if options.progress:
         options.progress("auto: problem too large for the exact search, local search")
-    return AlgorithmResult(to_plan(*improve(instance, best, deadline, options.seed)))
+    plan = to_plan(*improve(instance, best, deadline, options.seed))
+    return AlgorithmResult(plan, limit_reached=True)

@@ -762,6 +762,7 @@ def exact_from(
         pools, offsets = start.pools, start.offsets.copy()
     result_offsets = np.zeros(instance.count, dtype=INT) if offsets is None else offsets
     proven = True
+    searched_unproven = False
     for pool in range(len(problem.pools)):
         members = np.flatnonzero((pools == pool) & (instance.sizes > 0))
         if not len(members):
@@ -793,5 +794,6 @@ def exact_from(
             )
         result_offsets[members] = found
         proven = proven and optimal
+        searched_unproven = searched_unproven or not optimal
     plan = Plan(pools=tuple(int(p) for p in pools), offsets=tuple(int(o) for o in result_offsets))
-    return AlgorithmResult(plan, exhausted=proven and forced)
+    return AlgorithmResult(plan, exhausted=proven and forced, limit_reached=searched_unproven)

@@ -73,6 +73,9 @@ class PlanResult:
     proven_optimal: bool
     time_s: float
     notes: tuple[str, ...] = field(default=())
+    limit_reached: bool = False
+    """Whether the search stopped at its limit (the time limit, or the node budget that stands
+    for it) rather than by proving its plan optimal."""
 
 
 class ProblemError(ValueError):

@@ -137,7 +137,7 @@ def _progress_printer(stream: TextIO) -> Callable[[str], None]:
 def _summary(problem: Problem, result: PlanResult, time_limit_s: float) -> str:
     """The last stderr line: peak, lower bound, time, algorithm."""
     timing = f"{result.time_s:.2f} s, {result.algorithm}"
-    stopped = f", time limit {time_limit_s:g} s reached" if result.time_s >= time_limit_s else ""
+    stopped = f", search stopped at its {time_limit_s:g} s limit" if result.limit_reached else ""
     if len(problem.pools) == 1:
         peak, bound = result.pool_sizes[0], result.lower_bounds[0]
         if result.proven_optimal:
