@@ -2,7 +2,7 @@
 
 1. Run the greedy portfolio (fast; on real networks usually at or within 1 % of the bound)
    for at most a share of the time limit (PORTFOLIO_SHARE; less before an exact search of a
-   large pool, more before local search), though always at least the variants of
+   large pool or a size split), though always at least the variants of
    `greedy_first_fit` and `greedy_best_fit`, so `auto` is never worse than either, unless
    the second one would not finish within the time limit (estimated from the first pass:
    only on problems of tens of thousands of buffers, whose first pass alone may exceed it).
@@ -10,8 +10,9 @@
 3. Otherwise spend the rest of options.time_limit_s on the exact branch and bound, which
    stops as soon as it reaches the bound (or proves the best plan optimal), or when its node
    budget (the rest of the time limit at a conservative node rate) is spent, so that its
-   result does not depend on machine load. Problems too large for it get the
-   order-perturbing local search instead.
+   result does not depend on machine load. Pools too large for it get the size split
+   (`size_split.py`: the exact search on their large buffers, first fit for the small ones
+   around them), then the order-perturbing local search for the time left.
 
 When no greedy variant fits the pools' capacities and the pool choice is forced, the exact
 search is run at the capacity itself (MiniMalloc's decision problem).

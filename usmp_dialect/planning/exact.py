@@ -16,11 +16,15 @@ At heart a decision procedure: can every buffer of one pool be placed under capa
   strongly, for every t, the unplaced buffers of a section whose minimum offset is >= t must
   fit in [t, C). Only the sections touched by the last placement are re-checked.
 * Several static preorders are run round-robin under a node limit that doubles (restarts), as
-  MiniMalloc does; independent time partitions are solved separately.
+  MiniMalloc does; independent time partitions are solved separately, and when placements
+  split the rest into independent parts, each part is re-ranked by the preorder with T from
+  the bytes still unplaced (MiniMalloc's SubSolve; this solves its challenging H and I).
 
 `exact` minimises the pools' sizes by probing capacities between the lower bound and the best
-plan known (the greedy portfolio's), within the time limit; it reports the space exhausted
-only when the optimum is proven.
+plan known (the greedy portfolio's), within a node budget derived from the time limit (so
+that the result does not depend on machine load) and the time limit itself; it reports the
+space exhausted only when the optimum is proven. When the native core is built, each search
+runs in C (csrc/exact.c), visiting the same nodes as `Search`.
 """
 
 from __future__ import annotations
