@@ -32,3 +32,21 @@ def test_native_core_is_built_when_required() -> None:
     if os.environ.get("USMP_REQUIRE_NATIVE") != "1":
         pytest.skip("USMP_REQUIRE_NATIVE is not set")
     assert native.load() is not None, "the native core was not built (pip install -e . again)"
+
+
+def test_a_library_built_from_other_sources_is_not_used(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An editable install does not rebuild by itself: a library whose ABI number differs from
+    native.h's must fall back to numpy rather than be called with the wrong arguments."""
+    if native.load() is None:
+        pytest.skip("native core not built")
+    native.load.cache_clear()
+    monkeypatch.setattr(native, "NATIVE_ABI", native.NATIVE_ABI + 1)
+    try:
+        assert native.load() is None
+    finally:
+        native.load.cache_clear()
+
+
+def test_abi_number_matches_the_header() -> None:
+    header = (Path(native.__file__).parent / "csrc" / "native.h").read_text()
+    assert f"#define USMP_NATIVE_ABI {native.NATIVE_ABI}\n" in header

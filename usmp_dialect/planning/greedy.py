@@ -164,9 +164,7 @@ def _place_native(
     sizes, alignments, capacities = (
         native.int64_array(a) for a in (instance.sizes, instance.alignments, instance.capacities)
     )
-    owner, start, end = (
-        native.int64_array(a) for a in (instance.item_owner, instance.item_start, instance.item_end)
-    )
+    start, end = (native.int64_array(a) for a in (instance.item_start, instance.item_end))
     explicit_indptr = native.int64_array(instance.explicit_indptr)
     explicit_indices = native.int64_array(instance.explicit_indices)
     failed = library.usmp_greedy_place(
@@ -177,8 +175,7 @@ def _place_native(
         native.pointer(flat.candidate_pools),
         len(capacities),
         native.pointer(capacities),
-        len(owner),
-        native.pointer(owner),
+        len(start),
         native.pointer(start),
         native.pointer(end),
         native.pointer(flat.item_indptr),

@@ -18,8 +18,12 @@ INT = np.int64
 _I64 = ctypes.c_int64
 _PTR = ctypes.c_void_p
 
+NATIVE_ABI = 3
+"""USMP_NATIVE_ABI of csrc/native.h: a library reporting another one is not used."""
+
 _SIGNATURES: dict[str, tuple[type, list[type]]] = {
-    "usmp_greedy_place": (_I64, [_I64, _PTR, _PTR, _PTR, _PTR, _I64, _PTR, _I64, _PTR, _PTR, _PTR,
+    "usmp_native_abi": (ctypes.c_int32, []),
+    "usmp_greedy_place": (_I64, [_I64, _PTR, _PTR, _PTR, _PTR, _I64, _PTR, _I64, _PTR, _PTR,
                                  _PTR, _PTR, _PTR, _PTR, _PTR, _I64, ctypes.c_int32, _PTR, _PTR]),
     "usmp_exact_search": (ctypes.c_int32, [_I64, _PTR, _PTR, _PTR, _PTR, _PTR, _PTR, _I64, _PTR,
                                            _I64, _PTR, _PTR, _PTR, ctypes.c_char_p, _I64, _I64,
@@ -40,10 +44,12 @@ def load() -> ctypes.CDLL | None:
     library = ctypes.CDLL(_native.__file__)
     for name, (result, arguments) in _SIGNATURES.items():
         function = getattr(library, name, None)
-        if function is None:  # a stale build from an older version: use numpy
+        if function is None:  # a build from other sources: use numpy
             return None
         function.restype = result
         function.argtypes = arguments
+    if library.usmp_native_abi() != NATIVE_ABI:  # built from other sources: use numpy
+        return None
     return library
 
 

@@ -6,6 +6,8 @@
 
 #include "native.h"
 
+int32_t usmp_native_abi(void) { return USMP_NATIVE_ABI; }
+
 static void sort_int64(int64_t *values, int64_t count) {
     while (count > 16) {
         int64_t a = values[0], b = values[count / 2], c = values[count - 1];

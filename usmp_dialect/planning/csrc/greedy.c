@@ -204,13 +204,12 @@ static int64_t find_offset(const Range *ranges, int64_t count, int64_t size, int
 int64_t usmp_greedy_place(int64_t count, const int64_t *sizes, const int64_t *alignments,
                           const int64_t *candidate_indptr, const int64_t *candidate_pools,
                           int64_t pool_count, const int64_t *capacities, int64_t item_count,
-                          const int64_t *item_owner, const int64_t *item_start,
-                          const int64_t *item_end, const int64_t *buffer_item_indptr,
+                          const int64_t *item_start, const int64_t *item_end,
+                          const int64_t *buffer_item_indptr,
                           const int64_t *buffer_items, const int64_t *explicit_indptr,
                           const int64_t *explicit_indices, const int64_t *order,
                           int64_t order_count, int32_t best_fit, int64_t *placed_pool,
                           int64_t *offsets) {
-    (void)item_owner; /* items are reached through buffer_items */
     int64_t failed = -2; /* out of memory, until the loop below finishes */
     Union found = {0};
     Tree *trees = calloc((size_t)(pool_count > 0 ? pool_count : 1), sizeof(Tree));

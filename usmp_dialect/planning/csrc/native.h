@@ -7,6 +7,13 @@
 
 #include <stdint.h>
 
+/* Bumped whenever a signature or a contract below changes: native.py refuses a library built
+ * from other sources (an editable install does not rebuild by itself) and falls back to
+ * numpy, instead of calling it with the wrong arguments. */
+#define USMP_NATIVE_ABI 3
+
+int32_t usmp_native_abi(void);
+
 /* Greedy placement (greedy.py's `place`): takes the buffers in `order`, puts each in the first
  * of its candidate pools where it fits, at the lowest aligned free offset among the placed
  * buffers it conflicts with (first fit) or in the smallest free gap that holds it (best fit).
@@ -15,8 +22,8 @@
 int64_t usmp_greedy_place(int64_t count, const int64_t *sizes, const int64_t *alignments,
                           const int64_t *candidate_indptr, const int64_t *candidate_pools,
                           int64_t pool_count, const int64_t *capacities, int64_t item_count,
-                          const int64_t *item_owner, const int64_t *item_start,
-                          const int64_t *item_end, const int64_t *buffer_item_indptr,
+                          const int64_t *item_start, const int64_t *item_end,
+                          const int64_t *buffer_item_indptr,
                           const int64_t *buffer_items, const int64_t *explicit_indptr,
                           const int64_t *explicit_indices, const int64_t *order,
                           int64_t order_count, int32_t best_fit, int64_t *placed_pool,
