@@ -46,10 +46,11 @@ def test_threshold_is_the_smallest_power_of_two_within_the_edge_limit(
     )
 
 
-def test_auto_reaches_the_bound_through_the_split(too_large_for_exact: None) -> None:
+@pytest.mark.parametrize("algorithm", ["auto", "exact"])
+def test_reaches_the_bound_through_the_split(too_large_for_exact: None, algorithm: str) -> None:
     portfolio = solve(PROBLEM, "portfolio")
     assert portfolio.pool_sizes == (700,)
-    result = solve(PROBLEM, "auto", PlanOptions(time_limit_s=5.0))
+    result = solve(PROBLEM, algorithm, PlanOptions(time_limit_s=5.0))
     assert validate(PROBLEM, result.plan) == []
     assert result.pool_sizes == (600,) == result.lower_bounds
     assert result.proven_optimal

@@ -40,7 +40,7 @@ import numpy as np
 
 from usmp_dialect.planning import AlgorithmResult, PlanOptions, native
 from usmp_dialect.planning._core import INT, UNBOUNDED, Instance, prepare
-from usmp_dialect.planning.greedy import GreedyPlan, best_of_portfolio, diagnose_no_fit
+from usmp_dialect.planning.greedy import GreedyPlan, best_of_portfolio, diagnose_no_fit, plan_cost
 from usmp_dialect.planning.problem import Plan, PlanningError, Problem, lower_bound
 
 EXACT_BUFFER_LIMIT = 4_000
@@ -737,11 +737,21 @@ def exact_applicable(instance: Instance) -> bool:
 
 
 def exact(problem: Problem, options: PlanOptions) -> AlgorithmResult:
-    """Branch and bound (see the module docstring) from the greedy portfolio's plan."""
+    """Branch and bound (see the module docstring) from the greedy portfolio's plan; on pools
+    too large for it, on their large buffers (the size split, as `auto` does)."""
     deadline = time.perf_counter() + options.time_limit_s
     instance = prepare(problem)
     start = best_of_portfolio(instance, deadline=deadline)
-    return exact_from(instance, start, deadline, default_node_budget(options), options)
+    budget = default_node_budget(options)
+    if start is not None and not exact_applicable(instance):
+        # Imported here: the size split is built on this module's search.
+        from usmp_dialect.planning.size_split import size_split
+
+        split = size_split(instance, start, deadline, budget, options)
+        if split is not None:
+            cost = plan_cost(instance, *split)
+            start = GreedyPlan(*split, start.order, start.best_fit, "size split", cost)
+    return exact_from(instance, start, deadline, budget, options)
 
 
 def exact_from(
