@@ -65,11 +65,7 @@ class Instance:
         """Twice the number of interval-overlap pairs (counting a buffer's own items), plus the
         explicit edges: an upper estimate of the adjacency's size."""
         if self._edges is None:
-            starts = np.sort(self.item_start)
-            ends = np.sort(self.item_end)
-            degrees = np.searchsorted(starts, self.item_end, "left") - np.searchsorted(
-                ends, self.item_start, "right"
-            )
+            degrees = interval_degrees(self.item_start, self.item_end)
             self._edges = int(degrees.sum()) + len(self.explicit_indices)
         return self._edges
 
@@ -104,6 +100,21 @@ class Instance:
         if self._index is None:
             self._index = IntervalIndex(self.item_owner, self.item_start, self.item_end)
         return self._index
+
+
+def interval_degrees(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """Per interval, how many of the given intervals overlap it (itself included), from the
+    sorted ends: no pair is enumerated."""
+    return np.searchsorted(np.sort(starts), ends, "left") - np.searchsorted(
+        np.sort(ends), starts, "right"
+    )
+
+
+def run_positions(first: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """The positions of the runs [first[i], first[i] + counts[i]), concatenated."""
+    return np.arange(int(counts.sum()), dtype=INT) + np.repeat(
+        first - np.cumsum(counts) + counts, counts
+    )
 
 
 @dataclass(frozen=True)
@@ -143,30 +154,19 @@ class IntervalIndex:
         self.class_base = present * self.span
         self.class_reach = np.int64(1) << (present + 1)
 
-    def positions_near(self, start: int, end: int) -> np.ndarray:
-        """Index positions of a superset of the intervals overlapping [start, end): exactly
-        those with `self.end[position] > start` overlap."""
+    def class_runs(self, keys: np.ndarray, start: int, end: int) -> tuple[np.ndarray, np.ndarray]:
+        """(first, last) per length class: the runs of `keys` (sorted keys of this index's
+        form, of all intervals or of a subset) that hold a superset of the intervals
+        overlapping [start, end); exactly those whose end is above `start` overlap."""
         low = np.maximum(start - self.class_reach + 1 - self.time_min, 0)
         high = min(end - self.time_min, self.span)
-        first = np.searchsorted(self.keys, self.class_base + low, "left")
-        last = np.searchsorted(self.keys, self.class_base + high, "left")
-        counts = last - first
-        total = int(counts.sum())
-        return np.arange(total, dtype=INT) + np.repeat(first - np.cumsum(counts) + counts, counts)
+        first = np.searchsorted(keys, self.class_base + low, "left")
+        return first, np.searchsorted(keys, self.class_base + high, "left")
 
     def owners_overlapping(self, start: int, end: int) -> np.ndarray:
         """Owners of the intervals overlapping [start, end) (may repeat)."""
-        low = np.maximum(start - self.class_reach + 1 - self.time_min, 0)
-        high = min(end - self.time_min, self.span)
-        first = np.searchsorted(self.keys, self.class_base + low, "left")
-        last = np.searchsorted(self.keys, self.class_base + high, "left")
-        counts = last - first
-        total = int(counts.sum())
-        if not total:
-            return self.owner[:0]
-        positions = np.arange(total, dtype=INT) + np.repeat(
-            first - np.cumsum(counts) + counts, counts
-        )
+        first, last = self.class_runs(self.keys, start, end)
+        positions = run_positions(first, last - first)
         positions = positions[self.end[positions] > start]
         return self.owner[positions]
 

@@ -39,7 +39,7 @@ from itertools import pairwise
 import numpy as np
 
 from usmp_dialect.planning import AlgorithmResult, PlanOptions, native
-from usmp_dialect.planning._core import INT, UNBOUNDED, Instance, prepare
+from usmp_dialect.planning._core import INT, UNBOUNDED, Instance, prepare, run_positions
 from usmp_dialect.planning.greedy import GreedyPlan, best_of_portfolio, diagnose_no_fit, plan_cost
 from usmp_dialect.planning.problem import Plan, PlanningError, Problem, lower_bound
 
@@ -125,9 +125,7 @@ def build_subproblem(instance: Instance, members: np.ndarray) -> Subproblem:
     last = np.searchsorted(bounds, ends)
     spans = last - first
     sec_owner = np.repeat(owners, spans)
-    sec_index = np.arange(int(spans.sum()), dtype=INT) + np.repeat(
-        first - np.cumsum(spans) + spans, spans
-    )
+    sec_index = run_positions(first, spans)
     section_count = max(0, len(bounds) - 1)
     explicit_pairs = []
     for member in members.tolist():
@@ -199,9 +197,7 @@ def _restricted_adjacency(
         return indptr_all, indices_all
     starts, ends = indptr_all[members], indptr_all[members + 1]
     lengths = ends - starts
-    positions = np.arange(int(lengths.sum()), dtype=INT) + np.repeat(
-        starts - np.cumsum(lengths) + lengths, lengths
-    )
+    positions = run_positions(starts, lengths)
     targets = local[indices_all[positions]]
     rows = np.repeat(np.arange(len(members), dtype=INT), lengths)
     keep = targets >= 0

@@ -28,7 +28,15 @@ from dataclasses import dataclass
 import numpy as np
 
 from usmp_dialect.planning import AlgorithmResult, PlanOptions, native
-from usmp_dialect.planning._core import INT, Instance, IntervalIndex, find_offset, prepare
+from usmp_dialect.planning._core import (
+    INT,
+    Instance,
+    IntervalIndex,
+    find_offset,
+    interval_degrees,
+    prepare,
+    run_positions,
+)
 from usmp_dialect.planning.problem import Plan, PlanningError, Problem
 
 ORDERS = ("size", "size_length", "area", "length", "conflicts", "start")
@@ -88,11 +96,7 @@ def degrees(instance: Instance) -> np.ndarray:
     single_intervals = len(instance.item_owner) == len(np.unique(instance.item_owner))
     if instance.use_adjacency() and (instance.has_explicit or not single_intervals):
         return np.diff(instance.adjacency()[0])
-    starts = np.sort(instance.item_start)
-    ends = np.sort(instance.item_end)
-    item_degrees = np.searchsorted(starts, instance.item_end, "left") - np.searchsorted(
-        ends, instance.item_start, "right"
-    )
+    item_degrees = interval_degrees(instance.item_start, instance.item_end)
     result = np.diff(instance.explicit_indptr).astype(INT)
     np.add.at(result, instance.item_owner, item_degrees - 1)
     return result
@@ -291,14 +295,9 @@ class _PlacedItems:
 
     def overlapping(self, start: int, end: int) -> tuple[np.ndarray, np.ndarray]:
         """(lows, highs) of the placed intervals overlapping [start, end)."""
-        index = self.index
-        low = np.maximum(start - index.class_reach + 1 - index.time_min, 0)
-        high = min(end - index.time_min, index.span)
-        first = np.searchsorted(self.keys, index.class_base + low, "left")
-        last = np.searchsorted(self.keys, index.class_base + high, "left")
+        first, last = self.index.class_runs(self.keys, start, end)
         counts = last - first
-        total = int(counts.sum())
-        if total > SLICE_QUERY_ABOVE:
+        if int(counts.sum()) > SLICE_QUERY_ABOVE:
             # Many intervals: read each run as a slice (contiguous) rather than gathering.
             low_parts: list[np.ndarray] = []
             high_parts: list[np.ndarray] = []
@@ -309,9 +308,7 @@ class _PlacedItems:
                     high_parts.append(self.highs[run_first:run_last][hit])
             lows, highs = np.concatenate(low_parts), np.concatenate(high_parts)
         else:
-            positions = np.arange(total, dtype=INT) + np.repeat(
-                first - np.cumsum(counts) + counts, counts
-            )
+            positions = run_positions(first, counts)
             positions = positions[self.ends[positions] > start]
             lows, highs = self.lows[positions], self.highs[positions]
         if self.recent:

@@ -19,7 +19,7 @@ import time
 import numpy as np
 
 from usmp_dialect.planning import PlanOptions
-from usmp_dialect.planning._core import INT, Instance, prepare
+from usmp_dialect.planning._core import INT, Instance, interval_degrees, prepare
 from usmp_dialect.planning.exact import NodeBudget, minimise_pool
 from usmp_dialect.planning.greedy import GreedyPlan, NoFit, order_of, place, plan_cost
 from usmp_dialect.planning.problem import Problem
@@ -42,12 +42,7 @@ def overlap_pairs(instance: Instance, mask: np.ndarray) -> int:
     """Conflict pairs (both ways, plus each interval with itself) among the items of the
     buffers in `mask`: the size of their conflict graph."""
     chosen = mask[instance.item_owner]
-    starts = np.sort(instance.item_start[chosen])
-    ends = np.sort(instance.item_end[chosen])
-    degrees = np.searchsorted(starts, instance.item_end[chosen], "left") - np.searchsorted(
-        ends, instance.item_start[chosen], "right"
-    )
-    return int(degrees.sum())
+    return int(interval_degrees(instance.item_start[chosen], instance.item_end[chosen]).sum())
 
 
 def split_threshold(instance: Instance, members: np.ndarray) -> int | None:
