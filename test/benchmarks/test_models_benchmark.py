@@ -6,25 +6,15 @@ the planning API and the plan report evolve (kws, one algorithm besides `auto`: 
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
-from types import ModuleType
+
+from usmp_dialect.testing.module_file import load_file
 
 SCRIPT = Path(__file__).parents[2] / "benchmarks" / "models.py"
 
 
-def _load_script() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("models_benchmark", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up by name
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_measure_model_on_kws(tmp_path: Path) -> None:
-    script = _load_script()
+    script = load_file(SCRIPT)
     svg = tmp_path / "kws.svg"
     result = script.measure_model(
         "kws", algorithms=("no_reuse", "greedy_by_size"), time_limit_s=5.0, svg_path=svg

@@ -3,22 +3,15 @@ no output file; `USMP_DEBUG=1` adds the traceback. Ctrl-C is one line and exit c
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import pytest
+from usmp_dialect.testing.module_file import load_file
 
 from usmp_dialect.tools import usmp_opt, usmp_plan
 from usmp_dialect.tools.internal_error import INTERNAL_ERROR_EXIT_CODE
 
-_spec = importlib.util.spec_from_file_location(
-    "errors_cli_runs", Path(__file__).with_name("cli_runs.py")
-)
-assert _spec is not None and _spec.loader is not None
-cli_runs = importlib.util.module_from_spec(_spec)
-sys.modules["errors_cli_runs"] = cli_runs
-_spec.loader.exec_module(cli_runs)
+cli_runs = load_file(Path(__file__).with_name("cli_runs.py"))
 
 INPUTS: Path = cli_runs.INPUTS
 HINT = "(please report; set USMP_DEBUG=1 for the traceback)"

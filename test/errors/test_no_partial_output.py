@@ -4,22 +4,15 @@ is not created, and no temporary file is left in the directory. Covers `usmp-opt
 
 from __future__ import annotations
 
-import importlib.util
 import os
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from usmp_dialect.testing.module_file import load_file
 
-_spec = importlib.util.spec_from_file_location(
-    "errors_cli_runs", Path(__file__).with_name("cli_runs.py")
-)
-assert _spec is not None and _spec.loader is not None
-cli_runs = importlib.util.module_from_spec(_spec)
-sys.modules["errors_cli_runs"] = cli_runs
-_spec.loader.exec_module(cli_runs)
+cli_runs = load_file(Path(__file__).with_name("cli_runs.py"))
 
 INPUTS: Path = cli_runs.INPUTS
 Run = cli_runs.Run

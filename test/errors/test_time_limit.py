@@ -5,27 +5,15 @@ optimal: `usmp-plan --time-limit` on a minimalloc "challenging" instance and `us
 from __future__ import annotations
 
 import csv
-import importlib.util
 import json
-import sys
 from collections.abc import Sequence
 from pathlib import Path
-from types import ModuleType
 
 import pytest
+from usmp_dialect.testing.module_file import load_file
 
-
-def _load(name: str, file: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name(file))
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-cli_runs = _load("errors_cli_runs", "cli_runs.py")
-make_interval_program = _load("errors_make_interval_program", "make_interval_program.py")
+cli_runs = load_file(Path(__file__).with_name("cli_runs.py"))
+make_interval_program = load_file(Path(__file__).with_name("make_interval_program.py"))
 
 INPUTS: Path = cli_runs.INPUTS
 CHALLENGING = INPUTS / "minimalloc-A.1048576.csv"

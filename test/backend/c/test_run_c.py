@@ -10,10 +10,8 @@ internal and external, workspace and constant), U4 (inputs and outputs inside th
 
 from __future__ import annotations
 
-import importlib.util
 import shutil
 import subprocess
-import sys
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import redirect_stdout
@@ -23,15 +21,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from usmp_dialect.testing.module_file import load_file
 
 from usmp_dialect.tools.usmp_opt import UsmpOptMain
 
 HERE = Path(__file__).parent
-_spec = importlib.util.spec_from_file_location("c_backend_programs", HERE / "programs.py")
-assert _spec is not None and _spec.loader is not None
-programs = importlib.util.module_from_spec(_spec)
-sys.modules["c_backend_programs"] = programs
-_spec.loader.exec_module(programs)
+programs = load_file(HERE / "programs.py")
 
 PLAN = "usmp"
 CFLAGS = ["-std=c11", "-Wall", "-Wextra", "-Werror"]
