@@ -61,6 +61,11 @@ class Instance:
     def count(self) -> int:
         return len(self.sizes)
 
+    @property
+    def forced(self) -> bool:
+        """Whether every buffer has a single candidate pool (the pool choice is fixed)."""
+        return all(len(pools) == 1 for pools in self.candidate_pools)
+
     def estimated_edges(self) -> int:
         """Twice the number of interval-overlap pairs (counting a buffer's own items), plus the
         explicit edges: an upper estimate of the adjacency's size."""

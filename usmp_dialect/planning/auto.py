@@ -33,10 +33,8 @@ from usmp_dialect.planning.exact import (
     exact_from,
 )
 from usmp_dialect.planning.greedy import (
-    GreedyPlan,
     best_of_portfolio,
     diagnose_no_fit,
-    plan_cost,
     to_plan,
 )
 from usmp_dialect.planning.local_search import improve
@@ -77,25 +75,19 @@ def auto(problem: Problem, options: PlanOptions) -> AlgorithmResult:
     best = best_of_portfolio(
         instance, deadline=started + share * options.time_limit_s, hard_deadline=deadline
     )
-    forced = all(len(pools) == 1 for pools in instance.candidate_pools)
     # The exact search's share of the time limit, as a node budget (deterministic).
     exact_budget = default_node_budget(options, 1 - share)
     if best is None:
-        if forced and exact_applicable(instance):
+        if instance.forced and exact_applicable(instance):
             return exact_from(instance, None, deadline, exact_budget, options)
         raise diagnose_no_fit(instance)
     if at_lower_bound(instance, best.pools, best.offsets):
         return AlgorithmResult(to_plan(best.pools, best.offsets), exhausted=True)
     if exact_applicable(instance):
         return exact_from(instance, best, deadline, exact_budget, options)
-    split = size_split(instance, best, deadline, exact_budget, options)
-    if split is not None:
-        if at_lower_bound(instance, *split):
-            return AlgorithmResult(to_plan(*split), exhausted=True)
-        pools, offsets = split
-        best = GreedyPlan(
-            pools, offsets, best.order, best.best_fit, "size split", plan_cost(instance, *split)
-        )
+    best = size_split(instance, best, deadline, exact_budget, options) or best
+    if at_lower_bound(instance, best.pools, best.offsets):
+        return AlgorithmResult(to_plan(best.pools, best.offsets), exhausted=True)
     if options.progress:
         options.progress("auto: problem too large for the exact search, local search")
     plan = to_plan(*improve(instance, best, deadline, options.seed))

@@ -40,7 +40,7 @@ import numpy as np
 
 from usmp_dialect.planning import AlgorithmResult, PlanOptions, native
 from usmp_dialect.planning._core import INT, UNBOUNDED, Instance, prepare, run_positions
-from usmp_dialect.planning.greedy import GreedyPlan, best_of_portfolio, diagnose_no_fit, plan_cost
+from usmp_dialect.planning.greedy import GreedyPlan, best_of_portfolio, diagnose_no_fit
 from usmp_dialect.planning.problem import Plan, PlanningError, Problem, lower_bound
 
 EXACT_BUFFER_LIMIT = 4_000
@@ -743,10 +743,7 @@ def exact(problem: Problem, options: PlanOptions) -> AlgorithmResult:
         # Imported here: the size split is built on this module's search.
         from usmp_dialect.planning.size_split import size_split
 
-        split = size_split(instance, start, deadline, budget, options)
-        if split is not None:
-            cost = plan_cost(instance, *split)
-            start = GreedyPlan(*split, start.order, start.best_fit, "size split", cost)
+        start = size_split(instance, start, deadline, budget, options) or start
     return exact_from(instance, start, deadline, budget, options)
 
 
@@ -761,9 +758,8 @@ def exact_from(
     its capacity with the pool choice of the first candidates."""
     problem = instance.problem
     sys.setrecursionlimit(max(sys.getrecursionlimit(), 4 * instance.count + 1000))
-    forced = all(len(pools) == 1 for pools in instance.candidate_pools)
     if start is None:
-        if not forced:
+        if not instance.forced:
             # Several candidate pools and no greedy fit: report the greedy's diagnosis.
             raise diagnose_no_fit(instance)
         pools = np.array([p[0] for p in instance.candidate_pools], dtype=INT)
@@ -806,4 +802,6 @@ def exact_from(
         proven = proven and optimal
         searched_unproven = searched_unproven or not optimal
     plan = Plan(pools=tuple(int(p) for p in pools), offsets=tuple(int(o) for o in result_offsets))
-    return AlgorithmResult(plan, exhausted=proven and forced, limit_reached=searched_unproven)
+    return AlgorithmResult(
+        plan, exhausted=proven and instance.forced, limit_reached=searched_unproven
+    )

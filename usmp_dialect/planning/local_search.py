@@ -110,7 +110,7 @@ def needless_spill(instance: Instance, pools: np.ndarray, offsets: np.ndarray) -
     """Whether some buffer sits in a later candidate pool although it would fit, next to the
     plan's other buffers, in an earlier one (a repair re-places only some buffers, so it can
     leave one there after making room; greedy plans never do)."""
-    if all(len(candidates) == 1 for candidates in instance.candidate_pools):
+    if instance.forced:
         return False
     sizes = instance.sizes
     for buffer, candidates in enumerate(instance.candidate_pools):

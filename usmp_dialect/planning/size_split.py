@@ -67,12 +67,12 @@ def size_split(
     deadline: float,
     budget: NodeBudget,
     options: PlanOptions,
-) -> tuple[np.ndarray, np.ndarray] | None:
-    """A plan better than `start` (pools, offsets) found by the size split, or None. Applies
+) -> GreedyPlan | None:
+    """A plan better than `start` found by the size split, or None. Applies
     to problems without explicit conflicts whose buffers each have one candidate pool (the
     pools are then fixed; each is split on its own)."""
     problem = instance.problem
-    if instance.has_explicit or any(len(p) != 1 for p in instance.candidate_pools):
+    if instance.has_explicit or not instance.forced:
         return None
     pools, offsets = start.pools, start.offsets.copy()
     large = np.zeros(instance.count, dtype=bool)
@@ -104,8 +104,7 @@ def size_split(
             large[chosen] = True
     if not large.any():
         return None
-    best: tuple[np.ndarray, np.ndarray] | None = None
-    best_cost = start.cost
+    best: GreedyPlan | None = None
     slowest = 0.0
     for position, (order_name, best_fit) in enumerate(SMALL_ORDERS):
         started = time.perf_counter()
@@ -119,6 +118,6 @@ def size_split(
         finally:
             slowest = max(slowest, time.perf_counter() - started)
         cost = plan_cost(instance, *placed)
-        if cost < best_cost:
-            best, best_cost = placed, cost
+        if cost < (start.cost if best is None else best.cost):
+            best = GreedyPlan(*placed, start.order, start.best_fit, "size split", cost)
     return best
