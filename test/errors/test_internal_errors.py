@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from usmp_dialect.testing.module_file import load_file
 
+from usmp_dialect.testing.module_file import load_file
 from usmp_dialect.tools import usmp_opt, usmp_plan
 from usmp_dialect.tools.internal_error import INTERNAL_ERROR_EXIT_CODE
 

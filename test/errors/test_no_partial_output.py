@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
 from usmp_dialect.testing.module_file import load_file
 
 cli_runs = load_file(Path(__file__).with_name("cli_runs.py"))

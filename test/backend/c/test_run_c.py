@@ -21,8 +21,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from usmp_dialect.testing.module_file import load_file
 
+from usmp_dialect.testing.module_file import load_file
 from usmp_dialect.tools.usmp_opt import UsmpOptMain
 
 HERE = Path(__file__).parent
