@@ -36,6 +36,8 @@ from xdsl.utils.target import Target
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 from usmp_dialect import __version__
+from usmp_dialect.frontends import Importer, get_all_frontends
+from usmp_dialect.frontends.errors import ModelImportError
 from usmp_dialect.tools.internal_error import reported_as_one_line
 from usmp_dialect.tools.output_file import (
     OutputFileError,
@@ -197,6 +199,23 @@ class UsmpOptMain(xDSLOptMain):
             if isinstance(error, ValueError):
                 described = _option_type_error([(spec, target_class)], error)
             fail(f"invalid -t '{self.args.target}': {described or _one_line(str(error))}")
+
+    def register_all_frontends(self) -> None:
+        """xDSL's MLIR frontend plus the model frontends (`.tflite`), by file extension."""
+        super().register_all_frontends()
+        for extension, factory in get_all_frontends().items():
+            self.available_frontends[extension] = self._model_frontend(factory)
+
+    def _model_frontend(self, factory: Callable[[], Importer]) -> Callable[[IO[bytes]], ModuleOp]:
+        def parse_model(stream: IO[bytes]) -> ModuleOp:
+            try:
+                module = factory()(stream.read(), self.get_input_name())
+            except ModelImportError as error:
+                fail(str(error))
+            module.verify()
+            return module
+
+        return parse_model
 
     def prepare_input(self) -> tuple[list[tuple[IO[bytes], int]], str]:
         try:

@@ -1,0 +1,23 @@
+"""Model frontends of `usmp-opt`: a lazy table from file extension to importer.
+
+Each importer takes the file's bytes and its name (for messages) and returns a `ModuleOp` of
+standard MLIR (SPEC §9). Importing a frontend module pulls in its optional dependency, so the
+table holds factories that are only called when a file of that kind is read.
+"""
+
+from collections.abc import Callable
+
+from xdsl.dialects.builtin import ModuleOp
+
+Importer = Callable[[bytes, str], ModuleOp]
+
+
+def _tflite() -> Importer:
+    from usmp_dialect.frontends.tflite import import_tflite
+
+    return import_tflite
+
+
+def get_all_frontends() -> dict[str, Callable[[], Importer]]:
+    """File extension (also the `-f` name) -> factory of its importer."""
+    return {"tflite": _tflite}

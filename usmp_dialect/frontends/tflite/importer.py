@@ -1,0 +1,274 @@
+"""Builds the MLIR module of a TFLite graph (SPEC §9) with xDSL's builders.
+
+`@main` takes the model's inputs then its outputs as memref arguments (named after the
+tensors, `{usmp.io = ...}`), allocates every other activation with `memref.alloc`, and calls
+one operator function `@<op>_<index>` per TFLite operator in execution order. Reshape-like
+operators are views in `@main` (`memref.reinterpret_cast`), shape computations on constants are
+folded here, and weights become constant `memref.global`s read inside the operator functions.
+
+Operators are handled by the functions registered in `OPERATORS` (the modules of
+`usmp_dialect.frontends.tflite.ops`); each receives an `OperatorContext` and emits its function
+through the shared kernel library (`usmp_dialect.kernels`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+from xdsl.dialects import func, memref
+from xdsl.dialects.builtin import (
+    DenseArrayBase,
+    MemRefType,
+    ModuleOp,
+    StringAttr,
+    i64,
+)
+from xdsl.ir import SSAValue
+
+from usmp_dialect.frontends.errors import ModelImportError
+from usmp_dialect.frontends.tflite.reader import Graph, Operator, Tensor, read_graph
+from usmp_dialect.kernels.builder import KernelBuilder, finish, function
+from usmp_dialect.kernels.module import ModelModule, c_identifier, memref_of
+
+ACTIVATION_TYPES = (np.dtype(np.int8), np.dtype(np.float32))
+
+
+@dataclass
+class OperatorContext:
+    """What an operator handler sees: its operator, the graph, and the importer."""
+
+    importer: TfliteImporter
+    op: Operator
+
+    @property
+    def graph(self) -> Graph:
+        return self.importer.graph
+
+    @property
+    def module(self) -> ModelModule:
+        return self.importer.module
+
+    @property
+    def name(self) -> str:
+        """The operator function's symbol, `<op>_<index>` (e.g. `conv_2d_0`)."""
+        return f"{self.op.opcode.lower()}_{self.op.index}"
+
+    def where(self) -> str:
+        return f"{self.op.opcode} (operator {self.op.index})"
+
+    def fail(self, problem: str) -> ModelImportError:
+        return ModelImportError(f"{self.graph.path}: {self.where()}: {problem}")
+
+    def tensor(self, position: int, output: bool = False) -> Tensor:
+        indices = self.op.outputs if output else self.op.inputs
+        if position >= len(indices) or indices[position] < 0:
+            kind = "output" if output else "input"
+            raise self.fail(f"missing {kind} {position}")
+        return self.graph.tensors[indices[position]]
+
+    def optional_tensor(self, position: int) -> Tensor | None:
+        if position >= len(self.op.inputs) or self.op.inputs[position] < 0:
+            return None
+        return self.graph.tensors[self.op.inputs[position]]
+
+    def constant(self, position: int) -> np.ndarray:
+        """The value of a constant (or folded) input."""
+        tensor = self.tensor(position)
+        value = self.importer.constant_value(tensor)
+        if value is None:
+            raise self.fail(f"input {position} ({tensor.describe()}) must be a constant")
+        return value
+
+    def is_constant(self, position: int) -> bool:
+        tensor = self.optional_tensor(position)
+        return tensor is not None and self.importer.constant_value(tensor) is not None
+
+    def call(self, inputs: list[SSAValue], outputs: list[SSAValue]) -> None:
+        """Calls the operator function just emitted (`@<name>`) from `@main`."""
+        self.importer.main.insert(func.CallOp(self.name, [*inputs, *outputs], []))
+
+    def value(self, position: int) -> SSAValue:
+        """The activation input at `position`, as an SSA value of `@main`."""
+        return self.importer.value_of(self, self.tensor(position))
+
+    def result(self, position: int = 0) -> SSAValue:
+        """The memref the operator writes its output `position` into."""
+        return self.importer.output_buffer(self.tensor(position, output=True))
+
+    def view(self, value: SSAValue, shape: tuple[int, ...]) -> SSAValue:
+        """A contiguous memref seen with another shape (no copy)."""
+        return self.importer.reshaped(value, shape)
+
+    def fold(self, position: int, value: np.ndarray) -> None:
+        self.importer.folded[self.op.outputs[position]] = value
+
+
+Handler = Callable[[OperatorContext], None]
+OPERATORS: dict[str, Handler] = {}
+
+
+def operator(*opcodes: str) -> Callable[[Handler], Handler]:
+    """Registers a handler for TFLite builtin operators `opcodes`."""
+
+    def register(handler: Handler) -> Handler:
+        for opcode in opcodes:
+            OPERATORS[opcode] = handler
+        return handler
+
+    return register
+
+
+class TfliteImporter:
+    def __init__(self, graph: Graph) -> None:
+        self.graph = graph
+        self.module = ModelModule()
+        self.folded: dict[int, np.ndarray] = {}
+        self.values: dict[int, SSAValue] = {}
+        self.main: KernelBuilder
+        self._arguments: dict[int, SSAValue] = {}
+
+    # -- tensors -------------------------------------------------------------------------
+
+    def constant_value(self, tensor: Tensor) -> np.ndarray | None:
+        if tensor.data is not None:
+            return tensor.data
+        return self.folded.get(tensor.index)
+
+    def _check_activation(self, tensor: Tensor) -> None:
+        if tensor.dtype not in ACTIVATION_TYPES:
+            raise ModelImportError(
+                f"{self.graph.path}: {tensor.describe()} is an activation of type "
+                f"{tensor.dtype.name}; only int8 and float32 activations are supported"
+            )
+        if not tensor.shape or 0 in tensor.shape:
+            shape = list(tensor.shape)
+            raise ModelImportError(
+                f"{self.graph.path}: {tensor.describe()} has the unsupported shape {shape}"
+            )
+
+    def memref_type(self, tensor: Tensor) -> MemRefType:
+        self._check_activation(tensor)
+        return memref_of(tensor.shape, tensor.dtype)
+
+    def value_of(self, context: OperatorContext, tensor: Tensor) -> SSAValue:
+        if tensor.index in self.values:
+            return self.values[tensor.index]
+        if self.constant_value(tensor) is not None:
+            raise context.fail(f"{tensor.describe()} is a constant where an activation is expected")
+        raise context.fail(f"{tensor.describe()} is read before any operator writes it")
+
+    def output_buffer(self, tensor: Tensor) -> SSAValue:
+        """The buffer an operator writes `tensor` into: the entry argument of a model output,
+        otherwise a new `memref.alloc`."""
+        if tensor.index in self._arguments and tensor.index not in self.values:
+            value = self._arguments[tensor.index]
+        else:
+            type_ = self.memref_type(tensor)
+            value = self.main.insert(memref.AllocOp([], [], type_))
+            value.name_hint = c_identifier(tensor.name, "t")
+        self.values[tensor.index] = value
+        return value
+
+    def reshaped(self, value: SSAValue, shape: tuple[int, ...]) -> SSAValue:
+        source = value.type
+        assert isinstance(source, MemRefType)
+        if tuple(source.get_shape()) == tuple(shape):
+            return value
+        target = MemRefType(source.element_type, list(shape))
+        strides = [1] * len(shape)
+        for axis in range(len(shape) - 2, -1, -1):
+            strides[axis] = strides[axis + 1] * shape[axis + 1]
+        cast = memref.ReinterpretCastOp.build(
+            operands=[value, [], [], []],
+            result_types=[target],
+            properties={
+                "static_offsets": DenseArrayBase.from_list(i64, [0]),
+                "static_sizes": DenseArrayBase.from_list(i64, list(shape)),
+                "static_strides": DenseArrayBase.from_list(i64, strides),
+            },
+        )
+        return self.main.insert(cast)
+
+    def alias(self, tensor: Tensor, value: SSAValue) -> None:
+        """`tensor` is `value` seen with the tensor's shape (reshape-like operators). A model
+        output cannot be an alias: its argument receives a copy."""
+        viewed = self.reshaped(value, tensor.shape)
+        if tensor.index in self._arguments:
+            argument = self._arguments[tensor.index]
+            self.main.insert(memref.CopyOp(viewed, argument))
+            self.values[tensor.index] = argument
+            return
+        self.values[tensor.index] = viewed
+
+    # -- the module ----------------------------------------------------------------------
+
+    def _entry(self) -> func.FuncOp:
+        graph = self.graph
+        duplicated = set(graph.inputs) & set(graph.outputs)
+        if duplicated:
+            tensor = graph.tensors[min(duplicated)]
+            raise ModelImportError(
+                f"{graph.path}: {tensor.describe()} is both a model input and output"
+            )
+        names: set[str] = set()
+        arguments: list[tuple[str, MemRefType]] = []
+        attrs = []
+        for kind, indices in (("input", graph.inputs), ("output", graph.outputs)):
+            for position, index in enumerate(indices):
+                tensor = graph.tensors[index]
+                fallback = kind if len(indices) == 1 else f"{kind}{position}"
+                name = c_identifier(tensor.name, fallback)
+                if name in names or name in ("main",):
+                    name = f"{name}_{kind}{position}"
+                names.add(name)
+                arguments.append((name, self.memref_type(tensor)))
+                attrs.append({"usmp.io": StringAttr(kind)})
+        op, self.main, values = function("main", arguments, arg_attrs=attrs)
+        for index, value in zip((*graph.inputs, *graph.outputs), values, strict=True):
+            self._arguments[index] = value
+        for index in graph.inputs:
+            self.values[index] = self._arguments[index]
+        return op
+
+    def run(self) -> ModuleOp:
+        graph = self.graph
+        for op in graph.operators:
+            if op.opcode not in OPERATORS:
+                raise ModelImportError(
+                    f"{graph.path}: unsupported operator {op.opcode} (operator {op.index})"
+                )
+        entry = self._entry()
+        for op in graph.operators:
+            OPERATORS[op.opcode](OperatorContext(self, op))
+        for index in graph.outputs:
+            if index not in self.values or self.values[index] is not self._arguments[index]:
+                tensor = graph.tensors[index]
+                if index in self.values:
+                    self.main.insert(memref.CopyOp(self.values[index], self._arguments[index]))
+                elif self.constant_value(tensor) is not None:
+                    raise ModelImportError(
+                        f"{graph.path}: the model output {tensor.describe()} is a constant"
+                    )
+                else:
+                    raise ModelImportError(
+                        f"{graph.path}: no operator writes the model output {tensor.describe()}"
+                    )
+        finish(self.main)
+        self.module.add(entry)
+        return self.module.module()
+
+
+def import_graph(graph: Graph) -> ModuleOp:
+    from usmp_dialect.frontends.tflite import ops  # noqa: F401  (registers the handlers)
+
+    return TfliteImporter(graph).run()
+
+
+def import_tflite(data: bytes, path: str) -> ModuleOp:
+    """The module of the `.tflite` model in `data` (SPEC §9)."""
+    return import_graph(read_graph(data, path))
+
+
+__all__ = ["OPERATORS", "OperatorContext", "import_tflite", "operator"]

@@ -1,0 +1,96 @@
+"""What several TFLite operator handlers share: padding, fused activations, quantisation."""
+
+from __future__ import annotations
+
+import numpy as np
+import tflite
+
+from usmp_dialect.frontends.tflite.importer import OperatorContext
+from usmp_dialect.frontends.tflite.reader import Quantization, Tensor
+from usmp_dialect.kernels.conv import FloatActivation
+from usmp_dialect.kernels.fixed_point import activation_range, float_activation_range
+
+_ACTIVATIONS = {
+    tflite.ActivationFunctionType.NONE: "NONE",
+    tflite.ActivationFunctionType.RELU: "RELU",
+    tflite.ActivationFunctionType.RELU_N1_TO_1: "RELU_N1_TO_1",
+    tflite.ActivationFunctionType.RELU6: "RELU6",
+}
+
+INT8 = np.dtype(np.int8)
+FLOAT32 = np.dtype(np.float32)
+
+
+def fused_activation(context: OperatorContext, code: int) -> str:
+    if code not in _ACTIVATIONS:
+        raise context.fail(f"unsupported fused activation {code}")
+    return _ACTIVATIONS[code]
+
+
+def same_padding(context: OperatorContext, code: int) -> bool:
+    if code == tflite.Padding.SAME:
+        return True
+    if code == tflite.Padding.VALID:
+        return False
+    raise context.fail(f"unknown padding {code}")
+
+
+def padding_before(
+    context: OperatorContext,
+    same: bool,
+    size: int,
+    out_size: int,
+    filter_size: int,
+    stride: int,
+    dilation: int,
+) -> int:
+    """TFLite's `ComputePaddingHeightWidth` for one dimension: the padding before the input
+    (the odd extra goes after); checks the model's output size against it."""
+    effective = (filter_size - 1) * dilation + 1
+    expected = (size + stride - 1) // stride if same else (size + stride - effective) // stride
+    if expected != out_size:
+        raise context.fail(
+            f"the output size {out_size} does not match the input {size}, filter "
+            f"{filter_size}, stride {stride}, dilation {dilation} ({expected} expected)"
+        )
+    if not same:
+        return 0
+    total = max(0, (out_size - 1) * stride + effective - size)
+    return total // 2
+
+
+def quantization(context: OperatorContext, tensor: Tensor) -> Quantization:
+    if tensor.quantization is None:
+        raise context.fail(f"the int8 {tensor.describe()} has no quantisation parameters")
+    return tensor.quantization
+
+
+def activation_bounds(context: OperatorContext, output: Tensor, activation: str) -> tuple[int, int]:
+    """The int8 clamp of a fused activation on `output`."""
+    quant = quantization(context, output)
+    return activation_range(activation, quant.scale, quant.zero_point)
+
+
+def float_activation(activation: str) -> FloatActivation:
+    return FloatActivation(*float_activation_range(activation))
+
+
+def dequantized(context: OperatorContext, tensor: Tensor, values: np.ndarray) -> np.ndarray:
+    """int8 constant weights of a hybrid model as float32, `scale * (q - zero_point)` per
+    channel along the quantised dimension, as TFLite's `Dequantize` computes them."""
+    quant = quantization(context, tensor)
+    shape = [1] * values.ndim
+    if len(quant.scales) > 1:
+        shape[quant.axis] = len(quant.scales)
+    scales = quant.scales.astype(np.float32).reshape(shape)
+    zero_points = quant.zero_points.astype(np.int32).reshape(shape)
+    return ((values.astype(np.int32) - zero_points).astype(np.float32) * scales).astype(np.float32)
+
+
+def require_types(context: OperatorContext, *tensors: Tensor) -> np.dtype:
+    """All activations share one type, int8 or float32: that type."""
+    dtypes = {tensor.dtype for tensor in tensors}
+    if len(dtypes) != 1 or next(iter(dtypes)) not in (INT8, FLOAT32):
+        described = ", ".join(f"{t.describe()}: {t.dtype.name}" for t in tensors)
+        raise context.fail(f"unsupported combination of tensor types ({described})")
+    return next(iter(dtypes))

@@ -1,0 +1,66 @@
+"""AVERAGE_POOL_2D and MAX_POOL_2D, int8 and float32."""
+
+from __future__ import annotations
+
+import tflite
+
+from usmp_dialect.frontends.tflite.importer import OperatorContext, operator
+from usmp_dialect.frontends.tflite.ops.common import (
+    INT8,
+    activation_bounds,
+    float_activation,
+    fused_activation,
+    padding_before,
+    quantization,
+    require_types,
+    same_padding,
+)
+from usmp_dialect.kernels.conv import Window
+from usmp_dialect.kernels.module import memref_of
+from usmp_dialect.kernels.pooling import Pool, pool2d
+
+
+@operator("AVERAGE_POOL_2D", "MAX_POOL_2D")
+def pooling(context: OperatorContext) -> None:
+    options = context.op.option(tflite.Pool2DOptions)
+    if options is None:
+        raise context.fail("missing options")
+    source, output = context.tensor(0), context.tensor(0, output=True)
+    dtype = require_types(context, source, output)
+    if len(source.shape) != 4 or len(output.shape) != 4:
+        raise context.fail("input and output must be 4-D (NHWC)")
+    if source.shape[0] != output.shape[0] or source.shape[3] != output.shape[3]:
+        raise context.fail(f"output shape {list(output.shape)} for input {list(source.shape)}")
+    if dtype == INT8:
+        source_q, output_q = quantization(context, source), quantization(context, output)
+        if (source_q.scale, source_q.zero_point) != (output_q.scale, output_q.zero_point):
+            raise context.fail("int8 pooling needs equal input and output quantisation")
+    activation = fused_activation(context, options.FusedActivationFunction())
+    same = same_padding(context, options.Padding())
+    filter_size = (options.FilterHeight(), options.FilterWidth())
+    stride = (options.StrideH(), options.StrideW())
+    if min(*filter_size, *stride) < 1:
+        raise context.fail(f"invalid filter {filter_size} or strides {stride}")
+    padding = (
+        padding_before(
+            context, same, source.shape[1], output.shape[1], filter_size[0], stride[0], 1
+        ),
+        padding_before(
+            context, same, source.shape[2], output.shape[2], filter_size[1], stride[1], 1
+        ),
+    )
+    if dtype == INT8:
+        low, high = activation_bounds(context, output, activation)
+        bounds: tuple[float, float] = (low, high)
+    else:
+        bounds = (float_activation(activation).low, float_activation(activation).high)
+    kind = "average" if context.op.opcode == "AVERAGE_POOL_2D" else "max"
+    pool = Pool(kind, filter_size, Window(stride, (1, 1), padding), *bounds)
+    pool2d(
+        context.module,
+        context.name,
+        memref_of(source.shape, dtype),
+        memref_of(output.shape, dtype),
+        pool,
+    )
+    context.call([context.value(0)], [context.result()])

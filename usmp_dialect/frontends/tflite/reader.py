@@ -1,0 +1,218 @@
+"""Reads a `.tflite` flatbuffer (with PyPI `tflite`, the generated schema reader) into plain data.
+
+Only what the importer needs is kept: subgraph 0's tensors (shape, element type, quantisation,
+constant data as numpy arrays over the file's bytes), its operators in execution order with
+their builtin options table, and its inputs and outputs. Everything a model can get wrong at
+this level — not a TFLite file, truncated, several subgraphs, dynamic shapes, tensor types we
+do not compute with — is a `ModelImportError` naming the file and the tensor or operator.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from usmp_dialect.frontends.errors import ModelImportError
+
+try:
+    import tflite
+except ImportError as error:  # pragma: no cover - exercised without the extra
+    raise ModelImportError(
+        "reading .tflite files needs the optional extra: pip install 'usmp-dialect[tflite]'"
+    ) from error
+
+_TENSOR_TYPES: dict[int, np.dtype] = {
+    tflite.TensorType.FLOAT32: np.dtype(np.float32),
+    tflite.TensorType.INT8: np.dtype(np.int8),
+    tflite.TensorType.UINT8: np.dtype(np.uint8),
+    tflite.TensorType.INT16: np.dtype(np.int16),
+    tflite.TensorType.INT32: np.dtype(np.int32),
+    tflite.TensorType.INT64: np.dtype(np.int64),
+    tflite.TensorType.BOOL: np.dtype(np.bool_),
+}
+_TYPE_NAMES = {
+    value: name for name, value in vars(tflite.TensorType).items() if not name.startswith("_")
+}
+_OPERATOR_NAMES = {
+    value: name for name, value in vars(tflite.BuiltinOperator).items() if not name.startswith("_")
+}
+
+
+@dataclass(frozen=True, eq=False)
+class Quantization:
+    """Affine quantisation, real = scale * (q - zero_point), per tensor or along `axis`."""
+
+    scales: np.ndarray  # float32
+    zero_points: np.ndarray  # int64
+    axis: int
+
+    @property
+    def scale(self) -> float:
+        """The per-tensor scale (as float32, the precision TFLite computes with)."""
+        return float(self.scales[0])
+
+    @property
+    def zero_point(self) -> int:
+        return int(self.zero_points[0])
+
+
+@dataclass(frozen=True, eq=False)
+class Tensor:
+    index: int
+    name: str
+    dtype: np.dtype
+    shape: tuple[int, ...]
+    quantization: Quantization | None
+    data: np.ndarray | None  # the constant value, shaped; None for activations
+
+    @property
+    def size_bytes(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64)) * self.dtype.itemsize
+
+    def describe(self) -> str:
+        return f"tensor '{self.name}' (index {self.index})"
+
+
+@dataclass(frozen=True, eq=False)
+class Operator:
+    index: int
+    opcode: str  # the builtin operator name, e.g. "CONV_2D"
+    inputs: tuple[int, ...]  # tensor indices, -1 for an omitted optional input
+    outputs: tuple[int, ...]
+    options: Any  # the builtin options table (a `tflite.*Options`), or None
+
+    def option(self, options_class: type) -> Any:
+        """The builtin options as `options_class` (e.g. `tflite.Conv2DOptions`)."""
+        table = options_class()
+        if self.options is None:
+            return None
+        table.Init(self.options.Bytes, self.options.Pos)
+        return table
+
+
+@dataclass(frozen=True, eq=False)
+class Graph:
+    """Subgraph 0 of a TFLite model."""
+
+    path: str
+    tensors: tuple[Tensor, ...]
+    operators: tuple[Operator, ...]
+    inputs: tuple[int, ...]
+    outputs: tuple[int, ...]
+
+
+def _quantization(raw: Any) -> Quantization | None:
+    if raw is None or raw.ScaleLength() == 0:
+        return None
+    scales = raw.ScaleAsNumpy().astype(np.float32)
+    if raw.ZeroPointLength():
+        zero_points = raw.ZeroPointAsNumpy().astype(np.int64)
+    else:
+        zero_points = np.zeros(len(scales), dtype=np.int64)
+    return Quantization(scales, zero_points, raw.QuantizedDimension())
+
+
+def _buffer_bytes(model: Any, data: bytes, index: int) -> memoryview | None:
+    if index <= 0 or index >= model.BuffersLength():
+        return None
+    buffer = model.Buffers(index)
+    if buffer.Offset() > 1:  # large models keep data after the flatbuffer
+        start, size = buffer.Offset(), buffer.Size()
+        if start + size > len(data):
+            raise ModelImportError(f"buffer {index} lies beyond the end of the file")
+        return memoryview(data)[start : start + size]
+    if buffer.DataLength() == 0:
+        return None
+    view = buffer.DataAsNumpy()
+    return memoryview(view.tobytes()) if not view.flags.c_contiguous else memoryview(view)
+
+
+def _tensor(model: Any, data: bytes, raw: Any, index: int) -> Tensor:
+    name = (raw.Name() or b"").decode("utf-8", "replace")
+    where = f"tensor '{name}' (index {index})"
+    code = raw.Type()
+    if code not in _TENSOR_TYPES:
+        type_name = _TYPE_NAMES.get(code, str(code))
+        raise ModelImportError(f"{where} has the unsupported type {type_name}")
+    dtype = _TENSOR_TYPES[code]
+    shape = tuple(int(d) for d in raw.ShapeAsNumpy()) if raw.ShapeLength() else ()
+    if raw.ShapeLength() == 0 and raw.ShapeSignatureLength() > 0:
+        raise ModelImportError(f"{where} has an unknown shape")
+    if any(d < 0 for d in shape):
+        raise ModelImportError(f"{where} has a dynamic shape {list(shape)}")
+    signature = (
+        tuple(int(d) for d in raw.ShapeSignatureAsNumpy()) if raw.ShapeSignatureLength() else ()
+    )
+    if any(d < 0 for d in signature[1:]):  # a dynamic batch with a static shape is fine
+        raise ModelImportError(f"{where} has a dynamic shape {list(signature)}")
+    constant = _buffer_bytes(model, data, raw.Buffer())
+    array = None
+    if constant is not None:
+        count = int(np.prod(shape, dtype=np.int64))
+        if len(constant) != count * dtype.itemsize:
+            raise ModelImportError(
+                f"{where}: its data holds {len(constant)} bytes, its shape {list(shape)} needs "
+                f"{count * dtype.itemsize}"
+            )
+        array = np.frombuffer(constant, dtype=dtype.newbyteorder("<")).reshape(shape)
+    if raw.IsVariable():
+        raise ModelImportError(f"{where} is a variable tensor (stateful models are unsupported)")
+    return Tensor(index, name, dtype, shape, _quantization(raw.Quantization()), array)
+
+
+def _operator(model: Any, raw: Any, index: int, tensor_count: int) -> Operator:
+    code_index = raw.OpcodeIndex()
+    if code_index >= model.OperatorCodesLength():
+        raise ModelImportError(f"operator {index} has no operator code")
+    code = model.OperatorCodes(code_index)
+    builtin = max(code.BuiltinCode(), code.DeprecatedBuiltinCode())
+    if builtin == tflite.BuiltinOperator.CUSTOM:
+        custom = (code.CustomCode() or b"").decode("utf-8", "replace")
+        raise ModelImportError(f"unsupported operator CUSTOM '{custom}' (operator {index})")
+    opcode = _OPERATOR_NAMES.get(builtin, f"builtin operator {builtin}")
+    inputs = tuple(int(t) for t in raw.InputsAsNumpy()) if raw.InputsLength() else ()
+    outputs = tuple(int(t) for t in raw.OutputsAsNumpy()) if raw.OutputsLength() else ()
+    for tensor in (*inputs, *outputs):
+        if tensor >= tensor_count or tensor < -1:
+            raise ModelImportError(f"{opcode} (operator {index}) names a missing tensor {tensor}")
+    options = raw.BuiltinOptions() if raw.BuiltinOptionsType() else None
+    return Operator(index, opcode, inputs, outputs, options)
+
+
+def read_graph(data: bytes, path: str) -> Graph:
+    """Subgraph 0 of the TFLite model in `data` (read from `path`, named in messages)."""
+    if len(data) < 8 or data[4:8] != b"TFL3":
+        raise ModelImportError(f"{path}: not a TFLite model (no 'TFL3' file identifier)")
+    try:
+        model = tflite.Model.GetRootAs(data, 0)
+        if model.SubgraphsLength() != 1:
+            raise ModelImportError(
+                f"{path}: the model has {model.SubgraphsLength()} subgraphs; only models "
+                "with one subgraph (no control flow) are supported"
+            )
+        subgraph = model.Subgraphs(0)
+        count = subgraph.TensorsLength()
+        tensors = tuple(_tensor(model, data, subgraph.Tensors(i), i) for i in range(count))
+        operators = tuple(
+            _operator(model, subgraph.Operators(i), i, count)
+            for i in range(subgraph.OperatorsLength())
+        )
+        inputs = tuple(int(t) for t in subgraph.InputsAsNumpy()) if subgraph.InputsLength() else ()
+        outputs = (
+            tuple(int(t) for t in subgraph.OutputsAsNumpy()) if subgraph.OutputsLength() else ()
+        )
+    except ModelImportError as error:
+        message = str(error)
+        raise ModelImportError(
+            message if message.startswith(path) else f"{path}: {message}"
+        ) from None
+    except (IndexError, struct.error, ValueError, TypeError, UnicodeDecodeError) as error:
+        raise ModelImportError(
+            f"{path}: malformed or truncated TFLite file ({type(error).__name__}: {error})"
+        ) from None
+    if not inputs or not outputs:
+        raise ModelImportError(f"{path}: the model has no inputs or no outputs")
+    return Graph(path, tensors, operators, inputs, outputs)

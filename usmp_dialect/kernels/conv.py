@@ -1,0 +1,175 @@
+"""Convolutions (NHWC): CONV_2D (filters OHWI) and DEPTHWISE_CONV_2D (filters 1HW(I*M)).
+
+Written as TFLite's reference kernels compute them (`reference_integer_ops::ConvPerChannel`,
+`DepthwiseConvPerChannel` and the float `reference_ops` versions): for every output element an
+accumulator in a register, summed over the filter window in (ky, kx, ic) order, skipping the
+window positions outside the input (padding is read implicitly, never materialised), then the
+bias, then requantisation (int8) or the activation clamp (float). The window's in-bounds range is
+computed once per output row and column, so no test runs in the innermost loop.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from xdsl.dialects.builtin import IntegerType, MemRefType, f32, i32
+
+from usmp_dialect.kernels.builder import KernelBuilder, Value, finish, function
+from usmp_dialect.kernels.module import ModelModule, Requantization, RequantizeEmitter
+
+
+@dataclass(frozen=True)
+class Window:
+    """A sliding window over (height, width): strides, dilations, padding before."""
+
+    stride: tuple[int, int]
+    dilation: tuple[int, int]
+    padding: tuple[int, int]  # top, left
+
+
+@dataclass(frozen=True, eq=False)
+class QuantizedConv:
+    """int8 arithmetic: `acc += (x + input_offset) * (w + filter_offset)`, then requantise."""
+
+    input_offset: int
+    requantization: Requantization
+    filter_offset: int = 0
+
+
+@dataclass(frozen=True)
+class FloatActivation:
+    """Float arithmetic, clamped to [low, high] (infinite bounds are not emitted)."""
+
+    low: float
+    high: float
+
+
+def clamp_float(kernel: KernelBuilder, value: Value, activation: FloatActivation) -> Value:
+    if activation.low != float("-inf"):
+        value = kernel.max(value, activation.low)
+    if activation.high != float("inf"):
+        value = kernel.min(value, activation.high)
+    return value
+
+
+def window_range(
+    kernel: KernelBuilder, origin: Value, extent: int, size: int, dilation: int, padded: bool
+) -> tuple[Value | int, Value | int]:
+    """The filter taps `[start, end)` of one dimension whose input position
+    `origin + dilation * tap` lies in `[0, size)`."""
+    if not padded:
+        return 0, extent
+    start = kernel.max(kernel.ceil_div(kernel.sub(0, origin), dilation), 0)
+    end = kernel.min(kernel.ceil_div(kernel.sub(size, origin), dilation), extent)
+    return start, end
+
+
+def _needs_bounds(
+    size: int, out_size: int, extent: int, stride: int, dilation: int, pad: int
+) -> bool:
+    """Whether some window of this dimension leaves the input."""
+    last = (out_size - 1) * stride - pad + (extent - 1) * dilation
+    return pad > 0 or last >= size
+
+
+def conv2d(
+    module: ModelModule,
+    name: str,
+    input_type: MemRefType,
+    output_type: MemRefType,
+    filters: tuple[str, MemRefType],
+    bias: tuple[str, MemRefType] | None,
+    window: Window,
+    arithmetic: QuantizedConv | FloatActivation,
+    depth_multiplier: int | None = None,
+) -> None:
+    """Adds `@name(%input, %output)`: a convolution, or a depthwise one when
+    `depth_multiplier` is given (filters `[1, KH, KW, IC * depth_multiplier]`)."""
+    batches, height, width, in_channels = input_type.get_shape()
+    _, out_height, out_width, out_channels = output_type.get_shape()
+    filter_shape = filters[1].get_shape()
+    kernel_height, kernel_width = filter_shape[1], filter_shape[2]
+    (stride_h, stride_w), (dilation_h, dilation_w) = window.stride, window.dilation
+    pad_top, pad_left = window.padding
+    padded_h = _needs_bounds(height, out_height, kernel_height, stride_h, dilation_h, pad_top)
+    padded_w = _needs_bounds(width, out_width, kernel_width, stride_w, dilation_w, pad_left)
+    op, kernel, (source, target) = function(name, [("input", input_type), ("output", output_type)])
+    weights = kernel.get_global(*filters)
+    bias_value = kernel.get_global(*bias) if bias is not None else None
+    quantized = isinstance(arithmetic, QuantizedConv)
+    accumulator_type = i32 if quantized else f32
+    element = output_type.element_type
+    requantize = (
+        RequantizeEmitter(module, kernel, name, arithmetic.requantization)
+        if isinstance(arithmetic, QuantizedConv)
+        else None
+    )
+
+    def product(x: Value, w: Value) -> Value:
+        if isinstance(arithmetic, QuantizedConv):
+            x = kernel.add(kernel.cast(x, i32), arithmetic.input_offset)
+            w = kernel.add(kernel.cast(w, i32), arithmetic.filter_offset)
+        return kernel.mul(w, x)
+
+    def element_at(
+        batch: Value, out_y: Value, out_x: Value, out_c: Value, in_c: Value | None
+    ) -> None:
+        origin_y = kernel.sub(kernel.mul(out_y, stride_h), pad_top)
+        origin_x = kernel.sub(kernel.mul(out_x, stride_w), pad_left)
+        y_start, y_end = window_range(kernel, origin_y, kernel_height, height, dilation_h, padded_h)
+        x_start, x_end = window_range(kernel, origin_x, kernel_width, width, dilation_w, padded_w)
+        zero = kernel.constant(0, accumulator_type)
+
+        def over_y(ky: Value, acc: tuple[Value, ...]) -> list[Value]:
+            in_y = kernel.add(origin_y, kernel.mul(ky, dilation_h))
+
+            def over_x(kx: Value, acc_x: tuple[Value, ...]) -> list[Value]:
+                in_x = kernel.add(origin_x, kernel.mul(kx, dilation_w))
+                if in_c is not None:  # depthwise: one input channel per output channel
+                    x = kernel.load(source, [batch, in_y, in_x, in_c])
+                    w = kernel.load(weights, [0, ky, kx, out_c])
+                    return [kernel.add(acc_x[0], product(x, w))]
+
+                def over_c(ic: Value, acc_c: tuple[Value, ...]) -> list[Value]:
+                    x = kernel.load(source, [batch, in_y, in_x, ic])
+                    w = kernel.load(weights, [out_c, ky, kx, ic])
+                    return [kernel.add(acc_c[0], product(x, w))]
+
+                return list(kernel.loop(0, in_channels, over_c, acc_x))
+
+            return list(kernel.loop(x_start, x_end, over_x, acc))
+
+        (total,) = kernel.loop(y_start, y_end, over_y, [zero])
+        if bias_value is not None:
+            total = kernel.add(total, kernel.load(bias_value, [out_c]))
+        if requantize is not None:
+            assert isinstance(element, IntegerType)
+            result = requantize.output(total, out_c, element)
+        else:
+            assert isinstance(arithmetic, FloatActivation)
+            result = clamp_float(kernel, total, arithmetic)
+        kernel.store(result, target, [batch, out_y, out_x, out_c])
+
+    def body(ivs: list[Value]) -> None:
+        batch, out_y, out_x, channel = ivs[:4]
+        if depth_multiplier is None:
+            element_at(batch, out_y, out_x, channel, None)
+            return
+
+        # channel is the input channel; the inner loop runs over its `depth_multiplier` outputs
+        def per_output(m: Value, _: tuple[Value, ...]) -> list[Value]:
+            out_c = kernel.add(kernel.mul(channel, depth_multiplier), m)
+            element_at(batch, out_y, out_x, out_c, channel)
+            return []
+
+        kernel.loop(0, depth_multiplier, per_output)
+
+    outer = out_channels if depth_multiplier is None else in_channels
+    kernel.loops([batches, out_height, out_width, outer], body)
+    finish(kernel)
+    module.add(op)
+
+
+def filter_array(weights: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    return np.ascontiguousarray(weights.astype(dtype, copy=False))

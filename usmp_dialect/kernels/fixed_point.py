@@ -1,0 +1,171 @@
+"""TFLite's integer arithmetic: quantisation parameters (computed at import, in Python, exactly
+as TFLite computes them in its `Prepare` functions) and the fixed-point operations its
+reference kernels run (emitted as `arith` ops on scalars).
+
+TFLite Micro builds without `TFLITE_SINGLE_ROUNDING`, so `MultiplyByQuantizedMultiplier` is the
+double-rounding form: a saturating rounding doubling high multiply (gemmlowp's
+`SaturatingRoundingDoublingHighMul`) followed by a rounding right shift (`RoundingDivideByPOT`).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from usmp_dialect.kernels.builder import KernelBuilder, Value, i32, i64
+
+INT32_MIN = -(2**31)
+INT32_MAX = 2**31 - 1
+
+
+# -- parameters, in Python ---------------------------------------------------------------
+
+
+def round_half_away(value: float) -> int:
+    """C++'s `std::round` (TfLiteRound): halves round away from zero."""
+    magnitude = math.floor(abs(value) + 0.5)
+    return int(magnitude if value >= 0 else -magnitude)
+
+
+def quantize_multiplier(real_multiplier: float) -> tuple[int, int]:
+    """TFLite's `QuantizeMultiplier`: (multiplier in [2**30, 2**31), shift) with
+    real ≈ multiplier * 2**(shift - 31); zero and tiny multipliers give (0, 0)."""
+    if real_multiplier == 0.0:
+        return 0, 0
+    fraction, shift = math.frexp(real_multiplier)
+    fixed = round_half_away(fraction * (1 << 31))
+    if fixed == 1 << 31:
+        fixed //= 2
+        shift += 1
+    if shift < -31:
+        return 0, 0
+    return fixed, shift
+
+
+def float32(value: float) -> float:
+    """`value` rounded to single precision, as a C++ `float` holds it."""
+    return float(np.float32(value))
+
+
+def activation_range(
+    activation: str, scale: float, zero_point: int, qmin: int = -128, qmax: int = 127
+) -> tuple[int, int]:
+    """TFLite's `CalculateActivationRangeQuantized` for a fused activation
+    ("NONE", "RELU", "RELU6", "RELU_N1_TO_1"): quantise in float32, round half away."""
+
+    def quantize(real: float) -> int:
+        return zero_point + round_half_away(float32(float32(real) / float32(scale)))
+
+    if activation == "RELU":
+        return max(qmin, quantize(0.0)), qmax
+    if activation == "RELU6":
+        return max(qmin, quantize(0.0)), min(qmax, quantize(6.0))
+    if activation == "RELU_N1_TO_1":
+        return max(qmin, quantize(-1.0)), min(qmax, quantize(1.0))
+    return qmin, qmax
+
+
+def float_activation_range(activation: str) -> tuple[float, float]:
+    """TFLite's `CalculateActivationRange` for float kernels."""
+    return {
+        "RELU": (0.0, math.inf),
+        "RELU6": (0.0, 6.0),
+        "RELU_N1_TO_1": (-1.0, 1.0),
+    }.get(activation, (-math.inf, math.inf))
+
+
+# -- reference semantics on Python ints (for tables computed at import) -------------------
+
+
+def wrap32(value: int) -> int:
+    return (value + 2**31) % 2**32 - 2**31
+
+
+def saturating_rounding_doubling_high_mul(a: int, b: int) -> int:
+    if a == b == INT32_MIN:
+        return INT32_MAX
+    product = a * b
+    nudge = (1 << 30) if product >= 0 else 1 - (1 << 30)
+    total = product + nudge
+    quotient = abs(total) >> 31  # C's division truncates toward zero
+    return quotient if total >= 0 else -quotient
+
+
+def rounding_divide_by_pot(value: int, exponent: int) -> int:
+    mask = (1 << exponent) - 1
+    remainder = value & mask
+    threshold = (mask >> 1) + (1 if value < 0 else 0)
+    return (value >> exponent) + (1 if remainder > threshold else 0)
+
+
+def multiply_by_quantized_multiplier_reference(value: int, multiplier: int, shift: int) -> int:
+    left, right = max(shift, 0), max(-shift, 0)
+    return rounding_divide_by_pot(
+        saturating_rounding_doubling_high_mul(wrap32(value * (1 << left)), multiplier), right
+    )
+
+
+# -- the same operations as IR ------------------------------------------------------------
+
+
+def emit_saturating_rounding_doubling_high_mul(
+    kernel: KernelBuilder, a: Value, b: Value, may_overflow: bool = True
+) -> Value:
+    """gemmlowp's `SaturatingRoundingDoublingHighMul` of two i32 values. `may_overflow=False`
+    when `b` is known not to be INT32_MIN (a quantised multiplier is never negative)."""
+    product = kernel.mul(kernel.cast(a, i64), kernel.cast(b, i64))
+    non_negative = kernel.cmp("sge", product, 0)
+    nudge = kernel.select(non_negative, 1 << 30, 1 - (1 << 30), i64)
+    high = kernel.cast(kernel.div(kernel.add(product, nudge), 1 << 31), i32)
+    if not may_overflow:
+        return high
+    overflow = kernel.and_(kernel.cmp("eq", a, INT32_MIN), kernel.cmp("eq", b, INT32_MIN))
+    return kernel.select(overflow, INT32_MAX, high)
+
+
+def emit_rounding_divide_by_pot(
+    kernel: KernelBuilder, value: Value, exponent: Value | int
+) -> Value:
+    """gemmlowp's `RoundingDivideByPOT` (round half away from zero) of an i32 value."""
+    if isinstance(exponent, int):
+        if exponent == 0:
+            return value
+        mask: Value | int = (1 << exponent) - 1
+        half: Value | int = mask >> 1
+    else:
+        mask = kernel.sub(kernel.shl(1, exponent), 1)
+        half = kernel.shr(mask, 1)
+    remainder = kernel.and_(value, mask)
+    threshold = kernel.add(half, kernel.select(kernel.cmp("slt", value, 0), 1, 0, i32))
+    rounded_up = kernel.select(kernel.cmp("sgt", remainder, threshold), 1, 0, i32)
+    return kernel.add(kernel.shr(value, exponent), rounded_up)
+
+
+def emit_multiply_by_quantized_multiplier(
+    kernel: KernelBuilder, value: Value, multiplier: Value | int, shift: Value | int
+) -> Value:
+    """TFLite's `MultiplyByQuantizedMultiplier(int32 x, int32 multiplier, int shift)`
+    (double rounding). Constant `multiplier`/`shift` fold the shift decisions at import."""
+    if isinstance(shift, int):
+        left, right = max(shift, 0), max(-shift, 0)
+        shifted = kernel.shl(value, left) if left else value
+        high = emit_saturating_rounding_doubling_high_mul(
+            kernel,
+            shifted,
+            kernel.constant(int(multiplier), i32)  # type: ignore[arg-type]
+            if isinstance(multiplier, int)
+            else multiplier,
+            may_overflow=False,
+        )
+        return emit_rounding_divide_by_pot(kernel, high, right)
+    positive = kernel.cmp("sgt", shift, 0)
+    left = kernel.select(positive, shift, 0)
+    right = kernel.select(positive, 0, kernel.sub(0, shift))
+    multiplier_value = (
+        kernel.constant(multiplier, i32) if isinstance(multiplier, int) else multiplier
+    )
+    high = emit_saturating_rounding_doubling_high_mul(
+        kernel, kernel.shl(value, left), multiplier_value, may_overflow=False
+    )
+    return emit_rounding_divide_by_pot(kernel, high, right)

@@ -1,0 +1,63 @@
+"""FULLY_CONNECTED (ONNX Gemm/MatMul with constant weights): `output[b, o] = sum_d input[b, d] *
+filters[o, d] + bias[o]`, accumulated in a register in `d` order as TFLite's reference
+`FullyConnected` kernels do, then requantised (int8) or clamped (float)."""
+
+from __future__ import annotations
+
+from xdsl.dialects.builtin import IntegerType, MemRefType, f32, i32
+
+from usmp_dialect.kernels.builder import Value, finish, function
+from usmp_dialect.kernels.conv import FloatActivation, QuantizedConv, clamp_float
+from usmp_dialect.kernels.module import ModelModule, RequantizeEmitter
+
+
+def fully_connected(
+    module: ModelModule,
+    name: str,
+    input_type: MemRefType,
+    output_type: MemRefType,
+    filters: tuple[str, MemRefType],
+    bias: tuple[str, MemRefType] | None,
+    arithmetic: QuantizedConv | FloatActivation,
+) -> None:
+    """Adds `@name(%input: [batches, depth], %output: [batches, units])`."""
+    batches, depth = input_type.get_shape()
+    _, units = output_type.get_shape()
+    op, kernel, (source, target) = function(name, [("input", input_type), ("output", output_type)])
+    weights = kernel.get_global(*filters)
+    bias_value = kernel.get_global(*bias) if bias is not None else None
+    quantized = isinstance(arithmetic, QuantizedConv)
+    requantize = (
+        RequantizeEmitter(module, kernel, name, arithmetic.requantization)
+        if isinstance(arithmetic, QuantizedConv)
+        else None
+    )
+    element = output_type.element_type
+
+    def body(ivs: list[Value]) -> None:
+        batch, unit = ivs
+
+        def over_depth(d: Value, acc: tuple[Value, ...]) -> list[Value]:
+            x = kernel.load(source, [batch, d])
+            w = kernel.load(weights, [unit, d])
+            if isinstance(arithmetic, QuantizedConv):
+                x = kernel.add(kernel.cast(x, i32), arithmetic.input_offset)
+                w = kernel.add(kernel.cast(w, i32), arithmetic.filter_offset)
+                return [kernel.add(acc[0], kernel.mul(w, x))]
+            return [kernel.add(acc[0], kernel.mul(x, w))]
+
+        zero = kernel.constant(0, i32 if quantized else f32)
+        (total,) = kernel.loop(0, depth, over_depth, [zero])
+        if bias_value is not None:
+            total = kernel.add(total, kernel.load(bias_value, [unit]))
+        if requantize is not None:
+            assert isinstance(element, IntegerType)
+            result = requantize.output(total, unit, element)
+        else:
+            assert isinstance(arithmetic, FloatActivation)
+            result = clamp_float(kernel, total, arithmetic)
+        kernel.store(result, target, [batch, unit])
+
+    kernel.loops([batches, units], body)
+    finish(kernel)
+    module.add(op)

@@ -1,0 +1,168 @@
+"""The module a frontend builds: constant `memref.global`s and operator functions, with unique
+symbol names, and the parameters every integer kernel shares (requantisation)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+from xdsl.dialects import func, memref
+from xdsl.dialects.builtin import (
+    IntegerType,
+    MemRefType,
+    ModuleOp,
+    StringAttr,
+    TensorType,
+    UnitAttr,
+    f32,
+    i8,
+    i16,
+    i32,
+    i64,
+)
+from xdsl.ir import Attribute, Operation
+
+from usmp_dialect.kernels.builder import KernelBuilder, Value, dense
+from usmp_dialect.kernels.fixed_point import (
+    emit_multiply_by_quantized_multiplier,
+    emit_rounding_divide_by_pot,
+    emit_saturating_rounding_doubling_high_mul,
+)
+
+_ELEMENT_TYPES: dict[np.dtype, Attribute] = {
+    np.dtype(np.int8): i8,
+    np.dtype(np.int16): i16,
+    np.dtype(np.int32): i32,
+    np.dtype(np.int64): i64,
+    np.dtype(np.float32): f32,
+}
+
+
+def element_type(dtype: np.dtype) -> Attribute:
+    return _ELEMENT_TYPES[np.dtype(dtype)]
+
+
+def memref_of(shape: tuple[int, ...], dtype: np.dtype) -> MemRefType:
+    return MemRefType(element_type(dtype), list(shape))
+
+
+def c_identifier(name: str, fallback: str) -> str:
+    """`name` made a valid C (and MLIR bare) identifier: other characters become `_`."""
+    text = re.sub(r"[^A-Za-z0-9_]", "_", name).strip("_")
+    text = re.sub(r"_+", "_", text)
+    if not text:
+        text = fallback
+    if text[0].isdigit():
+        text = f"{fallback}_{text}"
+    return text
+
+
+class ModelModule:
+    """Collects the globals and functions of an imported model, in order."""
+
+    def __init__(self) -> None:
+        self.globals: list[Operation] = []
+        self.functions: list[Operation] = []
+        self._names: set[str] = set()
+
+    def unique(self, hint: str) -> str:
+        name, count = hint, 1
+        while name in self._names:
+            name = f"{hint}_{count}"
+            count += 1
+        self._names.add(name)
+        return name
+
+    def constant(self, hint: str, array: np.ndarray) -> tuple[str, MemRefType]:
+        """A private constant `memref.global` holding `array` (little-endian bytes)."""
+        array = np.ascontiguousarray(array)
+        shape = tuple(array.shape) or (1,)
+        element = element_type(array.dtype)
+        name = self.unique(hint)
+        type_ = MemRefType(element, list(shape))
+        data = array.astype(array.dtype.newbyteorder("<"), copy=False).tobytes()
+        self.globals.append(
+            memref.GlobalOp.get(
+                StringAttr(name),
+                type_,
+                dense(TensorType(element, list(shape)), data),
+                constant=UnitAttr(),
+            )
+        )
+        return name, type_
+
+    def add(self, op: func.FuncOp) -> None:
+        self.functions.append(op)
+
+    def module(self) -> ModuleOp:
+        return ModuleOp([*self.globals, *self.functions])
+
+
+def load_constant(kernel: KernelBuilder, symbol: tuple[str, MemRefType]) -> Value:
+    return kernel.get_global(*symbol)
+
+
+@dataclass(frozen=True, eq=False)
+class Requantization:
+    """int32 accumulator -> int8/int16 output, per output channel (or one for all):
+    `clamp(MultiplyByQuantizedMultiplier(acc, multiplier, shift) + zero_point, min, max)`."""
+
+    multipliers: np.ndarray  # int32 [channels] or [1]
+    shifts: np.ndarray  # int32, TFLite's convention (positive = left)
+    output_zero_point: int
+    activation_min: int
+    activation_max: int
+
+    @property
+    def per_channel(self) -> bool:
+        return len(self.multipliers) > 1
+
+
+class RequantizeEmitter:
+    """Emits a `Requantization` inside a kernel: per-tensor parameters become constants, per
+    channel ones two tables (multiplier, right shift) read at the channel index."""
+
+    def __init__(
+        self, module: ModelModule, kernel: KernelBuilder, prefix: str, params: Requantization
+    ) -> None:
+        self.kernel = kernel
+        self.params = params
+        self.tables: tuple[Value, Value, Value | None] | None = None
+        if params.per_channel:
+            shifts = params.shifts.astype(np.int32)
+            multipliers = kernel.get_global(
+                *module.constant(f"{prefix}_multiplier", params.multipliers.astype(np.int32))
+            )
+            right = kernel.get_global(
+                *module.constant(f"{prefix}_right_shift", np.maximum(-shifts, 0))
+            )
+            left = None
+            if (shifts > 0).any():
+                left = kernel.get_global(
+                    *module.constant(f"{prefix}_left_shift", np.maximum(shifts, 0))
+                )
+            self.tables = (multipliers, right, left)
+
+    def scale(self, accumulator: Value, channel: Value) -> Value:
+        """MultiplyByQuantizedMultiplier of the i32 `accumulator` for output `channel`."""
+        kernel = self.kernel
+        if self.tables is None:
+            return emit_multiply_by_quantized_multiplier(
+                kernel, accumulator, int(self.params.multipliers[0]), int(self.params.shifts[0])
+            )
+        multipliers, right, left = self.tables
+        value = accumulator
+        if left is not None:
+            value = kernel.shl(value, kernel.load(left, [channel]))
+        high = emit_saturating_rounding_doubling_high_mul(
+            kernel, value, kernel.load(multipliers, [channel]), may_overflow=False
+        )
+        return emit_rounding_divide_by_pot(kernel, high, kernel.load(right, [channel]))
+
+    def output(self, accumulator: Value, channel: Value, element: IntegerType) -> Value:
+        """The requantised, offset, clamped output element."""
+        kernel = self.kernel
+        scaled = kernel.add(self.scale(accumulator, channel), self.params.output_zero_point)
+        clamped = kernel.clamp(scaled, self.params.activation_min, self.params.activation_max)
+        return kernel.cast(clamped, element)
