@@ -1,0 +1,39 @@
+"""SOFTMAX over the last axis, int8 (TFLite's output quantisation: scale 1/256, zero point
+-128) and float32."""
+
+from __future__ import annotations
+
+import numpy as np
+import tflite
+
+from usmp_dialect.frontends.tflite.importer import OperatorContext, operator
+from usmp_dialect.frontends.tflite.ops.common import INT8, quantization, require_types
+from usmp_dialect.kernels.fixed_point import float32
+from usmp_dialect.kernels.module import memref_of
+from usmp_dialect.kernels.softmax import exp_table, softmax_float, softmax_int8, softmax_parameters
+
+
+@operator("SOFTMAX")
+def softmax(context: OperatorContext) -> None:
+    options = context.op.option(tflite.SoftmaxOptions)
+    beta = float32(options.Beta()) if options is not None else 1.0
+    source, output = context.tensor(0), context.tensor(0, output=True)
+    dtype = require_types(context, source, output)
+    if source.shape != output.shape:
+        raise context.fail(f"output shape {list(output.shape)} differs from the input's")
+    depth = source.shape[-1]
+    rows = int(np.prod(source.shape)) // depth
+    type_ = memref_of((rows, depth), dtype)
+    if dtype == INT8:
+        output_q = quantization(context, output)
+        if output_q.zero_point != -128 or output_q.scale != float32(1.0 / 256):
+            raise context.fail(
+                "int8 softmax needs the output scale 1/256 and zero point -128 "
+                f"(has {output_q.scale} and {output_q.zero_point})"
+            )
+        table = exp_table(*softmax_parameters(beta, quantization(context, source).scale))
+        softmax_int8(context.module, context.name, type_, table)
+    else:
+        softmax_float(context.module, context.name, type_, beta)
+    source_value = context.view(context.value(0), (rows, depth))
+    context.call([source_value], [context.view(context.result(), (rows, depth))])

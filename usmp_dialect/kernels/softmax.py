@@ -1,0 +1,229 @@
+"""SOFTMAX over the last axis, as TFLite's reference kernels compute it.
+
+float: `exp((x - max) * beta)` per element, then division by the row's sum.
+
+int8 (input any scale, output scale 1/256 and zero point -128): gemmlowp's fixed point. The
+difference `x - max` of an int8 row lies in [-255, 0], so everything that depends on it alone —
+the rescaled difference and `exp_on_negative_values` of it (Q0.31) — is a 256-entry int32 table
+computed at import by the same integer algorithm (`exp_table`). The kernel sums
+`RoundingDivideByPOT(exp, 12)` over the row (Q12.19), takes the reciprocal with gemmlowp's
+`GetReciprocal` (count of leading zeros and three Newton-Raphson steps of
+`one_over_one_plus_x_for_x_in_0_1`, emitted as IR), and scales each exponential by it.
+"""
+
+from __future__ import annotations
+
+import math as pymath
+
+import numpy as np
+from xdsl.dialects import math
+from xdsl.dialects.builtin import MemRefType, f32, i32, i64
+
+from usmp_dialect.kernels.builder import INDEX, KernelBuilder, Value, finish, function
+from usmp_dialect.kernels.fixed_point import (
+    INT32_MAX,
+    INT32_MIN,
+    emit_rounding_divide_by_pot,
+    emit_saturating_rounding_doubling_high_mul,
+    quantize_multiplier,
+    rounding_divide_by_pot,
+    saturating_rounding_doubling_high_mul,
+    wrap32,
+)
+from usmp_dialect.kernels.module import ModelModule
+from usmp_dialect.kernels.pooling import FLOAT_LOWEST
+
+SCALED_DIFF_INTEGER_BITS = 5
+ACCUMULATION_INTEGER_BITS = 12
+
+
+# -- import-time parameters and tables (Python integers) -----------------------------------
+
+
+def softmax_parameters(beta: float, input_scale: float) -> tuple[int, int, int]:
+    """TFLite's `PreprocessSoftmaxScaling` and `CalculateInputRadius` for int8 input:
+    (input multiplier, input left shift, diff_min)."""
+    real = min(beta * input_scale * (1 << (31 - SCALED_DIFF_INTEGER_BITS)), float((1 << 31) - 1))
+    multiplier, left_shift = quantize_multiplier(real)
+    max_input_rescaled = (
+        1.0
+        * ((1 << SCALED_DIFF_INTEGER_BITS) - 1)
+        * (1 << (31 - SCALED_DIFF_INTEGER_BITS))
+        / (1 << left_shift)
+    )
+    return multiplier, left_shift, -pymath.floor(max_input_rescaled)
+
+
+def _saturating_shift_left(value: int, exponent: int) -> int:
+    threshold = (1 << (31 - exponent)) - 1
+    if value > threshold:
+        return INT32_MAX
+    if value < -threshold:
+        return INT32_MIN
+    return wrap32(value << exponent)
+
+
+def _exp_on_interval(a: int) -> int:
+    """gemmlowp's exp on [-1/4, 0), Q0.31 in and out (a Taylor expansion around -1/8)."""
+    constant_term, one_third = 1895147668, 715827883
+    x = a + (1 << 28)
+    x2 = saturating_rounding_doubling_high_mul(x, x)
+    x3 = saturating_rounding_doubling_high_mul(x2, x)
+    x4 = saturating_rounding_doubling_high_mul(x2, x2)
+    x4_over_4 = rounding_divide_by_pot(x4, 2)
+    polynomial = rounding_divide_by_pot(
+        saturating_rounding_doubling_high_mul(x4_over_4 + x3, one_third) + x2, 1
+    )
+    return wrap32(
+        constant_term + saturating_rounding_doubling_high_mul(constant_term, x + polynomial)
+    )
+
+
+_BARREL_SHIFTER = ((-2, 1672461947), (-1, 1302514674), (0, 790015084), (1, 290630308),
+                   (2, 39332535), (3, 720401), (4, 242))  # fmt: skip
+
+
+def exp_on_negative_values(a: int) -> int:
+    """gemmlowp's `exp_on_negative_values` of a Q5.26 value <= 0, as Q0.31."""
+    fractional_bits = 31 - SCALED_DIFF_INTEGER_BITS
+    one_quarter = 1 << (fractional_bits - 2)
+    remainder_part = (a & (one_quarter - 1)) - one_quarter
+    result = _exp_on_interval(_saturating_shift_left(remainder_part, SCALED_DIFF_INTEGER_BITS))
+    remainder = remainder_part - a
+    for exponent, multiplier in _BARREL_SHIFTER:
+        if remainder & (1 << (fractional_bits + exponent)):
+            result = saturating_rounding_doubling_high_mul(result, multiplier)
+    return INT32_MAX if a == 0 else result
+
+
+def exp_table(multiplier: int, left_shift: int, diff_min: int) -> np.ndarray:
+    """`exp(beta * scale * diff)` in Q0.31 for diff = 0, -1, ..., -255 (index = -diff); 0 where
+    TFLite skips the element (diff < diff_min), which makes it add nothing and output -128."""
+    table = np.zeros(256, dtype=np.int32)
+    for index in range(256):
+        diff = -index
+        if diff < diff_min:
+            continue
+        rescaled = saturating_rounding_doubling_high_mul(
+            wrap32(diff * (1 << left_shift)), multiplier
+        )
+        table[index] = exp_on_negative_values(rescaled)
+    return table
+
+
+# -- the kernels ---------------------------------------------------------------------------
+
+
+def _saturating_shift_left_ir(kernel: KernelBuilder, value: Value, exponent: int) -> Value:
+    threshold = (1 << (31 - exponent)) - 1
+    shifted = kernel.shl(value, exponent)
+    high = kernel.select(kernel.cmp("sgt", value, threshold), INT32_MAX, shifted)
+    return kernel.select(kernel.cmp("slt", value, -threshold), INT32_MIN, high)
+
+
+def _one_over_one_plus_x(kernel: KernelBuilder, a: Value) -> Value:
+    """gemmlowp's `one_over_one_plus_x_for_x_in_0_1` (Q0.31 in and out)."""
+
+    def multiply(x: Value, y: Value | int) -> Value:
+        return emit_saturating_rounding_doubling_high_mul(
+            kernel, x, kernel.constant(y, i32) if isinstance(y, int) else y
+        )
+
+    # RoundingHalfSum(a, One): (a + INT32_MAX + sign) / 2 in 64 bits.
+    total = kernel.add(kernel.cast(a, i64), INT32_MAX)
+    sign = kernel.select(kernel.cmp("sge", total, 0), 1, -1, i64)
+    half_denominator = kernel.cast(kernel.div(kernel.add(total, sign), 2), i32)
+    x = kernel.add(multiply(half_denominator, -1010580540), 1515870810)  # 48/17 - 32/17 d
+    for _ in range(3):
+        one_minus = kernel.sub(kernel.constant(1 << 29, i32), multiply(half_denominator, x))
+        x = kernel.add(x, _saturating_shift_left_ir(kernel, multiply(x, one_minus), 2))
+    return _saturating_shift_left_ir(kernel, x, 1)
+
+
+def softmax_int8(
+    module: ModelModule,
+    name: str,
+    type_: MemRefType,
+    table: np.ndarray,
+) -> None:
+    """Adds `@name(%input: [rows, depth] i8, %output)` with the exponential `table`."""
+    rows, depth = type_.get_shape()
+    op, kernel, (source, target) = function(name, [("input", type_), ("output", type_)])
+    exps = kernel.get_global(*module.constant(f"{name}_exp", table.astype(np.int32)))
+
+    def row(r: Value, _: tuple[Value, ...]) -> list[Value]:
+        (maximum,) = kernel.loop(
+            0,
+            depth,
+            lambda c, m: [kernel.max(m[0], kernel.cast(kernel.load(source, [r, c]), i32))],
+            [kernel.constant(-128, i32)],
+        )
+
+        def exp_of(c: Value) -> Value:
+            difference = kernel.sub(maximum, kernel.cast(kernel.load(source, [r, c]), i32))
+            return kernel.load(exps, [kernel.cast(difference, INDEX)])
+
+        (total,) = kernel.loop(
+            0,
+            depth,
+            lambda c, s: [
+                kernel.add(
+                    s[0],
+                    emit_rounding_divide_by_pot(kernel, exp_of(c), ACCUMULATION_INTEGER_BITS),
+                )
+            ],
+            [kernel.constant(0, i32)],
+        )
+        headroom = kernel.insert(math.CountLeadingZerosOp(total))
+        bits_over_unit = kernel.sub(ACCUMULATION_INTEGER_BITS, headroom)
+        shifted_sum_minus_one = kernel.sub(kernel.shl(total, headroom), INT32_MIN)
+        scale = _one_over_one_plus_x(kernel, shifted_sum_minus_one)
+        exponent = kernel.add(bits_over_unit, 31 - 8)
+
+        def write(c: Value, _: tuple[Value, ...]) -> list[Value]:
+            product = emit_saturating_rounding_doubling_high_mul(kernel, scale, exp_of(c))
+            unsaturated = emit_rounding_divide_by_pot(kernel, product, exponent)
+            value = kernel.clamp(kernel.sub(unsaturated, 128), -128, 127)
+            kernel.store(kernel.cast(value, type_.element_type), target, [r, c])
+            return []
+
+        kernel.loop(0, depth, write)
+        return []
+
+    kernel.loop(0, rows, row)
+    finish(kernel)
+    module.add(op)
+
+
+def softmax_float(module: ModelModule, name: str, type_: MemRefType, beta: float) -> None:
+    """Adds `@name(%input: [rows, depth] f32, %output)`; the output holds the exponentials
+    until the division, as TFLite's reference kernel does."""
+    rows, depth = type_.get_shape()
+    op, kernel, (source, target) = function(name, [("input", type_), ("output", type_)])
+
+    def row(r: Value, _: tuple[Value, ...]) -> list[Value]:
+        (maximum,) = kernel.loop(
+            0,
+            depth,
+            lambda c, m: [kernel.max(m[0], kernel.load(source, [r, c]))],
+            [kernel.constant(FLOAT_LOWEST, f32)],
+        )
+
+        def exponential(c: Value, s: tuple[Value, ...]) -> list[Value]:
+            shifted = kernel.sub(kernel.load(source, [r, c]), maximum)
+            value = kernel.exp(kernel.mul(shifted, kernel.constant(beta, f32)))
+            kernel.store(value, target, [r, c])
+            return [kernel.add(s[0], value)]
+
+        (total,) = kernel.loop(0, depth, exponential, [kernel.constant(0.0, f32)])
+
+        def divide(c: Value, _: tuple[Value, ...]) -> list[Value]:
+            kernel.store(kernel.div(kernel.load(target, [r, c]), total), target, [r, c])
+            return []
+
+        kernel.loop(0, depth, divide)
+        return []
+
+    kernel.loop(0, rows, row)
+    finish(kernel)
+    module.add(op)
