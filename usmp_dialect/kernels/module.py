@@ -48,13 +48,18 @@ def memref_of(shape: tuple[int, ...], dtype: np.dtype) -> MemRefType:
 
 
 def c_identifier(name: str, fallback: str) -> str:
-    """`name` made a valid C (and MLIR bare) identifier: other characters become `_`."""
-    text = re.sub(r"[^A-Za-z0-9_]", "_", name).strip("_")
+    """`name` made a valid C identifier and SSA name hint: TensorFlow's output index suffix
+    (`:0`) dropped, other characters `_`, and no `_<digits>` ending (xDSL drops such endings
+    from name hints: `input_1` becomes `input1`)."""
+    text = re.sub(r":\d+$", "", name)
+    text = re.sub(r"[^A-Za-z0-9_]", "_", text).strip("_")
     text = re.sub(r"_+", "_", text)
     if not text:
         text = fallback
     if text[0].isdigit():
-        text = f"{fallback}_{text}"
+        text = f"{fallback}{text}"
+    while re.search(r"_\d+$", text):
+        text = re.sub(r"_(\d+)$", r"\1", text)
     return text
 
 

@@ -10,6 +10,7 @@ the outputs with TensorFlow Lite Micro) and by `benchmarks/tflite_models.py`.
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import sys
@@ -220,15 +221,48 @@ class CompiledModel:
         return outputs, int(ran.stdout.split()[0]) * 1e-9
 
 
-def generate_c(model: Path, directory: Path, workspace_io: bool = False) -> Path:
-    """Writes `model.c` and `model.h` for `model` into `directory`; returns the source."""
+def pipeline(workspace_io: bool = False, report: Path | None = None) -> str:
+    """The README's pipeline, with U4 and a plan report when asked."""
+    options = []
+    if workspace_io:
+        options.append("workspace-io=true")
+    if report is not None:
+        options.append(f'report="{report}"')
+    return PIPELINE + (f"{{{' '.join(options)}}}" if options else "")
+
+
+def generate_c(
+    model: Path, directory: Path, workspace_io: bool = False, report: Path | None = None
+) -> Path:
+    """Writes `model.c` and `model.h` for `model` into `directory` (and the plan report to
+    `report`); returns the source."""
     directory.mkdir(parents=True, exist_ok=True)
-    pipeline = PIPELINE + ("{workspace-io=true}" if workspace_io else "")
     source, header = directory / f"{PREFIX}.c", directory / f"{PREFIX}.h"
-    common = [str(model), "-p", pipeline]
-    _run_usmp_opt([*common, "-t", f"c{{prefix={PREFIX}}}", "-o", str(source)])
-    _run_usmp_opt([*common, "-t", f"c-header{{prefix={PREFIX}}}", "-o", str(header)])
+    _run_usmp_opt(
+        [str(model), "-p", pipeline(workspace_io, report), "-t", f"c{{prefix={PREFIX}}}"]
+        + ["-o", str(source)]
+    )
+    _run_usmp_opt(
+        [str(model), "-p", pipeline(workspace_io), "-t", f"c-header{{prefix={PREFIX}}}"]
+        + ["-o", str(header)]
+    )
     return source
+
+
+def _struct_fields(header: str, struct: str) -> list[str]:
+    match = re.search(rf"struct {struct} {{(.*?)}};", header, re.DOTALL)
+    if match is None:
+        raise ModelBuildError(f"the header declares no struct {struct}")
+    return re.findall(r"void\* (\w+);", match.group(1))
+
+
+def named_as_in_header(ports: Sequence[Port], header: Path, struct: str) -> list[Port]:
+    """`ports` renamed to the fields of `struct` in the generated header, in order (the C
+    backend makes names unique and keeps clear of C's reserved words)."""
+    fields = _struct_fields(header.read_text(), struct)
+    if len(fields) != len(ports):
+        raise ModelBuildError(f"struct {struct} has {len(fields)} fields for {len(ports)} ports")
+    return [Port(name, port.dtype, port.shape) for name, port in zip(fields, ports, strict=True)]
 
 
 def compile_model(
@@ -238,11 +272,15 @@ def compile_model(
     sanitize: bool = False,
     cc: str = "gcc",
     source: Path | None = None,
+    report: Path | None = None,
 ) -> CompiledModel:
     """Generates (unless `source` is given) and compiles the C of `model` with a harness."""
     if source is None:
-        source = generate_c(model, directory, workspace_io)
+        source = generate_c(model, directory, workspace_io, report)
     inputs, outputs = entry_ports(model)
+    header = source.parent / f"{PREFIX}.h"
+    inputs = named_as_in_header(inputs, header, f"{PREFIX}_inputs")
+    outputs = named_as_in_header(outputs, header, f"{PREFIX}_outputs")
     harness = directory / ("harness_u4.c" if workspace_io else "harness.c")
     harness.write_text(harness_source(inputs, outputs, workspace_io))
     executable = directory / ("model_asan" if sanitize else "model_run")
