@@ -238,14 +238,9 @@ def generate_c(
     `report`); returns the source."""
     directory.mkdir(parents=True, exist_ok=True)
     source, header = directory / f"{PREFIX}.c", directory / f"{PREFIX}.h"
-    _run_usmp_opt(
-        [str(model), "-p", pipeline(workspace_io, report), "-t", f"c{{prefix={PREFIX}}}"]
-        + ["-o", str(source)]
-    )
-    _run_usmp_opt(
-        [str(model), "-p", pipeline(workspace_io), "-t", f"c-header{{prefix={PREFIX}}}"]
-        + ["-o", str(header)]
-    )
+    for target, output, plan_report in (("c", source, report), ("c-header", header, None)):
+        options = ["-p", pipeline(workspace_io, plan_report), "-t", f"{target}{{prefix={PREFIX}}}"]
+        _run_usmp_opt([str(model), *options, "-o", str(output)])
     return source
 
 

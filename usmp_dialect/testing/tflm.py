@@ -24,7 +24,7 @@ def available() -> bool:
     return True
 
 
-def interpreter(model: bytes):  # noqa: ANN201 - tflite_micro's Interpreter
+def interpreter(model: bytes):
     from tflite_micro.python.tflite_micro import runtime
 
     return runtime.Interpreter.from_bytes(model, arena_size=ARENA_SIZE_BYTES)
@@ -35,7 +35,7 @@ def run(model: bytes, inputs: Sequence[np.ndarray], output_count: int) -> list[n
     return run_with(interpreter(model), inputs, output_count)
 
 
-def run_with(tflm, inputs: Sequence[np.ndarray], output_count: int) -> list[np.ndarray]:  # noqa: ANN001
+def run_with(tflm, inputs: Sequence[np.ndarray], output_count: int) -> list[np.ndarray]:
     """Runs an existing interpreter once on `inputs`."""
     for index, value in enumerate(inputs):
         tflm.set_input(value, index)
