@@ -1,0 +1,134 @@
+"""Models the TFLite frontend cannot import: one line `usmp-opt: error: FILE: ...` naming the
+problem and where it is (operator, tensor), exit code 1, no traceback, no output file."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pytest
+import tflite
+
+from usmp_dialect.testing.tflite_writer import OperatorSpec, TensorSpec, write_model
+
+ROOT = Path(__file__).resolve().parents[3]
+KWS = ROOT / "examples" / "mlperf_tiny" / "kws_ref_model.tflite"
+
+
+def usmp_opt(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "usmp_dialect.tools.usmp_opt", *args],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+def fully_connected(**changes: object) -> bytes:
+    """x[1, 4] -> FULLY_CONNECTED -> y[1, 2], float; `changes` edit the tensors and the op."""
+    tensors = [
+        TensorSpec("x", np.float32, (1, 4)),
+        TensorSpec("w", np.float32, (2, 4), data=np.ones((2, 4), np.float32)),
+        TensorSpec("y", np.float32, (1, 2)),
+    ]
+    operator = OperatorSpec("FULLY_CONNECTED", [0, 1, -1], [2], "FullyConnectedOptions")
+    for key, value in changes.items():
+        if key == "opcode":
+            operator.opcode = str(value)
+            operator.options = None
+        elif key == "x_shape_signature":
+            tensors[0].shape_signature = value  # type: ignore[assignment]
+        elif key == "x_type":
+            tensors[0].type_code = value  # type: ignore[assignment]
+        elif key == "x_shape":
+            tensors[0].shape = value  # type: ignore[assignment]
+    return write_model(tensors, [operator], [0], [2], subgraphs=int(changes.get("subgraphs", 1)))  # type: ignore[arg-type]
+
+
+CASES: dict[str, tuple[Callable[[], bytes], str]] = {
+    "unsupported operator": (
+        lambda: fully_connected(opcode="BATCH_MATMUL"),
+        "unsupported operator BATCH_MATMUL (operator 0)",
+    ),
+    "custom operator": (
+        lambda: write_model(
+            [TensorSpec("x", np.float32, (1, 4)), TensorSpec("y", np.float32, (1, 4))],
+            [OperatorSpec("CUSTOM", [0], [1], custom_code="MyOp")],
+            [0],
+            [1],
+        ),
+        "unsupported operator CUSTOM 'MyOp' (operator 0)",
+    ),
+    "dynamic shape": (
+        lambda: fully_connected(x_shape_signature=[1, -1]),
+        "tensor 'x' (index 0) has a dynamic shape [1, -1]",
+    ),
+    "negative shape": (
+        lambda: fully_connected(x_shape=[1, -1]),
+        "tensor 'x' (index 0) has a dynamic shape [1, -1]",
+    ),
+    "several subgraphs": (
+        lambda: fully_connected(subgraphs=2),
+        "the model has 2 subgraphs; only models with one subgraph",
+    ),
+    "unsupported tensor type": (
+        lambda: fully_connected(x_type=tflite.TensorType.COMPLEX64),
+        "tensor 'x' (index 0) has the unsupported type COMPLEX64",
+    ),
+    "int16 activations": (
+        lambda: fully_connected(x_type=tflite.TensorType.INT16),
+        "tensor 'x' (index 0) is an activation of type int16; only int8 and float32",
+    ),
+    "truncated file": (
+        lambda: KWS.read_bytes()[:20000],
+        "malformed or truncated TFLite file",
+    ),
+    "not a model": (lambda: b"this is not a flatbuffer at all", "not a TFLite model"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_import_error_is_one_line(case: str, tmp_path: Path) -> None:
+    make, expected = CASES[case]
+    model = tmp_path / "model.tflite"
+    model.write_bytes(make())
+    output = tmp_path / "out.c"
+    ran = usmp_opt(
+        str(model),
+        "-p",
+        "usmp-import-memref,convert-linalg-to-loops,usmp",
+        "-t",
+        "c",
+        "-o",
+        str(output),
+    )
+    assert ran.returncode == 1, ran.stderr
+    lines = ran.stderr.strip().splitlines()
+    assert len(lines) == 1, ran.stderr
+    assert lines[0].startswith(f"usmp-opt: error: {model}: "), lines[0]
+    assert expected in lines[0]
+    assert "Traceback" not in ran.stderr
+    assert not output.exists()
+    assert ran.stdout == ""
+
+
+def test_frontend_by_flag_and_module_output(tmp_path: Path) -> None:
+    """`-f tflite` reads a model whatever its name; `-o model.mlir` writes the imported module,
+    which a stock `xdsl-opt` parses and verifies."""
+    renamed = tmp_path / "model.bin"
+    renamed.write_bytes(KWS.read_bytes())
+    imported = tmp_path / "kws.mlir"
+    ran = usmp_opt(str(renamed), "-f", "tflite", "-o", str(imported))
+    assert ran.returncode == 0, ran.stderr
+    text = imported.read_text()
+    assert 'func.func @main(%input1: memref<1x49x10x1xi8> {usmp.io = "input"}' in text
+    assert "func.call @conv_2d_0(" in text
+    assert "memref.reinterpret_cast" in text  # RESHAPE is a view
+    xdsl_opt = Path(sys.executable).with_name("xdsl-opt")
+    checked = subprocess.run(
+        [str(xdsl_opt), str(imported)], capture_output=True, text=True, check=False
+    )
+    assert checked.returncode == 0, checked.stderr
