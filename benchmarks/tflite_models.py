@@ -75,9 +75,9 @@ class Row:
 def stack_bytes(source: Path, directory: Path) -> int:
     """`<p>_run`'s frame plus the largest other frame, from gcc's `-fstack-usage` at -O2."""
     obj = directory / "stack.o"
+    flags = ["-std=c11", "-O2", "-fstack-usage", "-I", str(source.parent)]
     subprocess.run(
-        ["gcc", "-std=c11", "-O2", "-fstack-usage", "-c", str(source), "-I", str(source.parent),
-         "-o", str(obj)],  # fmt: skip
+        ["gcc", *flags, "-c", str(source), "-o", str(obj)],
         check=True,
         capture_output=True,
     )
