@@ -1,0 +1,239 @@
+"""Elementwise operators: ADD, SUB, MUL (int8 and float32, NumPy broadcasting, fused
+activations, a constant input read from a global), QUANTIZE (float32 -> int8, int8 -> int8),
+DEQUANTIZE (int8 -> float32), LOGISTIC and TANH (float32, and int8 through a table computed at
+import with TFLite's integer algorithm)."""
+
+from __future__ import annotations
+
+import numpy as np
+import tflite
+
+from usmp_dialect.frontends.tflite.importer import OperatorContext, operator
+from usmp_dialect.frontends.tflite.ops.common import (
+    FLOAT32,
+    INT8,
+    activation_bounds,
+    dequantized,
+    float_activation,
+    fused_activation,
+    quantization,
+    require_types,
+)
+from usmp_dialect.frontends.tflite.reader import Quantization, Tensor
+from usmp_dialect.kernels.activation import UnsupportedScale, int8_table
+from usmp_dialect.kernels.elementwise import (
+    BinaryArithmetic,
+    Dequantize,
+    FloatBinary,
+    FloatFunction,
+    Lookup,
+    Operand,
+    Quantize,
+    QuantizedAdd,
+    QuantizedMul,
+    Requantize,
+    UnaryArithmetic,
+    binary,
+    broadcast_shape,
+    broadcast_shapes,
+    unary,
+)
+from usmp_dialect.kernels.fixed_point import quantize_multiplier
+from usmp_dialect.kernels.module import element_type, memref_of
+
+_OPTIONS = {"ADD": tflite.AddOptions, "SUB": tflite.SubOptions, "MUL": tflite.MulOptions}
+
+
+def _per_tensor(context: OperatorContext, tensor: Tensor) -> Quantization:
+    quant = quantization(context, tensor)
+    if len(quant.scales) != 1:
+        raise context.fail(
+            f"{tensor.describe()} is quantised per channel; only per-tensor quantisation is "
+            "supported here"
+        )
+    if quant.scale <= 0:
+        raise context.fail(f"{tensor.describe()} has the invalid scale {quant.scale:g}")
+    return quant
+
+
+def _smaller_than_one(context: OperatorContext, real: float, what: str) -> tuple[int, int]:
+    """TFLite's `QuantizeMultiplierSmallerThanOneExp`."""
+    multiplier, shift = quantize_multiplier(real)
+    if shift > 0:
+        raise context.fail(f"the {what} multiplier {real:g} is not below 1 (TFLite requires it)")
+    return multiplier, shift
+
+
+def _quantized_add(context: OperatorContext, activation: str, subtract: bool) -> QuantizedAdd:
+    """TFLite Micro's `CalculateOpDataAdd` and `CalculateOpDataSub`: the multipliers of the
+    inputs to twice the larger input scale, and of that to the output, in double precision
+    (the TFLite Micro we test against computes SUB's in double too; newer sources divide the
+    scales in float)."""
+    first, second, output = (
+        _per_tensor(context, t)
+        for t in (context.tensor(0), context.tensor(1), context.tensor(0, output=True))
+    )
+    left_shift = 20
+    twice_max = 2 * max(first.scale, second.scale)
+    reals = [
+        first.scale / twice_max,
+        second.scale / twice_max,
+        twice_max / ((1 << left_shift) * output.scale),
+    ]
+    (m1, s1), (m2, s2) = (_smaller_than_one(context, r, "input") for r in reals[:2])
+    output_multiplier, output_shift = _smaller_than_one(context, reals[2], "output")
+    low, high = activation_bounds(context, context.tensor(0, output=True), activation)
+    return QuantizedAdd(
+        (-first.zero_point, -second.zero_point),
+        (m1, m2),
+        (s1, s2),
+        output_multiplier,
+        output_shift,
+        output.zero_point,
+        low,
+        high,
+        left_shift,
+        subtract,
+    )
+
+
+def _quantized_mul(context: OperatorContext, activation: str) -> QuantizedMul:
+    """TFLite Micro's `CalculateOpDataMul`: input1 * input2 / output scale in double."""
+    first, second, output = (
+        _per_tensor(context, t)
+        for t in (context.tensor(0), context.tensor(1), context.tensor(0, output=True))
+    )
+    multiplier, shift = quantize_multiplier(first.scale * second.scale / output.scale)
+    low, high = activation_bounds(context, context.tensor(0, output=True), activation)
+    return QuantizedMul(
+        (-first.zero_point, -second.zero_point), multiplier, shift, output.zero_point, low, high
+    )
+
+
+@operator("ADD", "SUB", "MUL")
+def binary_arithmetic(context: OperatorContext) -> None:
+    opcode = context.op.opcode
+    if len(context.op.inputs) != 2:
+        raise context.fail(f"{len(context.op.inputs)} inputs, 2 expected")
+    options = context.op.option(_OPTIONS[opcode])
+    activation = fused_activation(context, options.FusedActivationFunction() if options else 0)
+    lhs, rhs, output = context.tensor(0), context.tensor(1), context.tensor(0, output=True)
+    dtype = require_types(context, lhs, rhs, output)
+    expected = broadcast_shape(lhs.shape, rhs.shape)
+    if expected is None:
+        raise context.fail(
+            f"the input shapes {list(lhs.shape)} and {list(rhs.shape)} do not broadcast"
+        )
+    if expected != output.shape:
+        raise context.fail(
+            f"the output shape {list(output.shape)} is not the broadcast {list(expected)} of the "
+            f"inputs {list(lhs.shape)} and {list(rhs.shape)}"
+        )
+    constants = [context.is_constant(position) for position in (0, 1)]
+    if all(constants):
+        raise context.fail("both inputs are constants (a converter folds such operators)")
+    if dtype == INT8:
+        arithmetic: BinaryArithmetic = (
+            _quantized_mul(context, activation)
+            if opcode == "MUL"
+            else _quantized_add(context, activation, subtract=opcode == "SUB")
+        )
+    else:
+        arithmetic = FloatBinary(opcode.lower(), float_activation(activation))
+    shapes = broadcast_shapes(lhs.shape, rhs.shape)
+    operands, values = [], []
+    for position, shape in enumerate(shapes.inputs):
+        type_ = memref_of(shape, dtype)
+        if constants[position]:
+            array = np.ascontiguousarray(context.constant(position)).reshape(shape)
+            name, type_ = context.module.constant(f"{context.name}_input{position + 1}", array)
+            operands.append(Operand(type_, name))
+        else:
+            operands.append(Operand(type_))
+            values.append(context.view(context.value(position), shape))
+    output_type = memref_of(shapes.output, dtype)
+    binary(context.module, context.name, (operands[0], operands[1]), output_type, arithmetic)
+    context.call(values, [context.view(context.result(), shapes.output)])
+
+
+def _unary(context: OperatorContext, arithmetic: UnaryArithmetic) -> None:
+    source, output = context.tensor(0), context.tensor(0, output=True)
+    if source.shape != output.shape:
+        raise context.fail(
+            f"the output shape {list(output.shape)} differs from the input's {list(source.shape)}"
+        )
+    size = int(np.prod(source.shape))
+    unary(
+        context.module,
+        context.name,
+        size,
+        element_type(source.dtype),
+        element_type(output.dtype),
+        arithmetic,
+    )
+    context.call(
+        [context.view(context.value(0), (size,))], [context.view(context.result(), (size,))]
+    )
+
+
+def _type_error(context: OperatorContext, source: Tensor, output: Tensor, supported: str) -> None:
+    raise context.fail(
+        f"{source.dtype.name} -> {output.dtype.name} is not supported (only {supported})"
+    )
+
+
+@operator("QUANTIZE")
+def quantize(context: OperatorContext) -> None:
+    source, output = context.tensor(0), context.tensor(0, output=True)
+    if output.dtype != INT8 or source.dtype not in (FLOAT32, INT8):
+        _type_error(context, source, output, "float32 -> int8 and int8 -> int8")
+    target = _per_tensor(context, output)
+    if source.dtype == FLOAT32:
+        _unary(context, Quantize(target.scale, target.zero_point))
+        return
+    origin = _per_tensor(context, source)
+    multiplier, shift = quantize_multiplier(origin.scale / target.scale)
+    _unary(context, Requantize(origin.zero_point, multiplier, shift, target.zero_point))
+
+
+@operator("DEQUANTIZE")
+def dequantize(context: OperatorContext) -> None:
+    source, output = context.tensor(0), context.tensor(0, output=True)
+    if source.dtype != INT8 or output.dtype != FLOAT32:
+        _type_error(context, source, output, "int8 -> float32")
+    if context.is_constant(0):  # int8 weights of a float operator: folded
+        if source.shape != output.shape:
+            raise context.fail(
+                f"the output shape {list(output.shape)} differs from the input's "
+                f"{list(source.shape)}"
+            )
+        context.fold(0, dequantized(context, source, context.constant(0)))
+        return
+    origin = _per_tensor(context, source)
+    _unary(context, Dequantize(origin.scale, origin.zero_point))
+
+
+# int8 output quantisation TFLite requires of LOGISTIC and TANH: (scale, zero point)
+_INT8_OUTPUTS = {"LOGISTIC": (1 / 256, -128), "TANH": (1 / 128, 0)}
+
+
+@operator("LOGISTIC", "TANH")
+def activation_function(context: OperatorContext) -> None:
+    opcode = context.op.opcode
+    source, output = context.tensor(0), context.tensor(0, output=True)
+    dtype = require_types(context, source, output)
+    if dtype == FLOAT32:
+        _unary(context, FloatFunction(opcode.lower()))
+        return
+    origin, target = _per_tensor(context, source), _per_tensor(context, output)
+    scale, zero_point = _INT8_OUTPUTS[opcode]
+    if (target.scale, target.zero_point) != (scale, zero_point):
+        raise context.fail(
+            f"the int8 output must have scale 1/{round(1 / scale)} and zero point {zero_point} "
+            f"(it has {target.scale:g} and {target.zero_point})"
+        )
+    try:
+        table = int8_table(opcode.lower(), origin.scale, origin.zero_point)
+    except UnsupportedScale as error:
+        raise context.fail(str(error)) from None
+    _unary(context, Lookup(table))

@@ -1,0 +1,330 @@
+"""Elementwise kernels: binary ADD, SUB, MUL with NumPy broadcasting (int8 and float32), and
+unary QUANTIZE, DEQUANTIZE, int8 requantisation, table lookups and float LOGISTIC / TANH.
+
+Written as TFLite's reference kernels compute them, one output element at a time in
+registers: `reference_integer_ops::AddFunc` (both inputs shifted left by 20, scaled to twice
+the larger input scale, summed and requantised, each step a `MultiplyByQuantizedMultiplier
+SmallerThanOneExp`), the integer `MulElementwise` (offset inputs multiplied in int32, one
+`MultiplyByQuantizedMultiplier`), `reference_ops::Requantize`, `AffineQuantize`,
+`Dequantize` and the float `Logistic` and `Tanh`.
+
+Broadcast shapes are first reduced (`broadcast_shapes`): dimensions of extent 1 everywhere are
+dropped and neighbouring dimensions along which each input is either read or broadcast alike
+are merged, so a kernel loops over as few dimensions as the broadcast needs (one when the
+shapes are equal) and reads its inputs through reshaped views, never copies. An input may be a
+constant `memref.global` instead of a function argument.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from xdsl.dialects import math
+from xdsl.dialects.builtin import MemRefType, f32, i8, i32
+from xdsl.ir import Attribute
+
+from usmp_dialect.kernels.builder import INDEX, KernelBuilder, Value, finish, function
+from usmp_dialect.kernels.conv import FloatActivation, clamp_float
+from usmp_dialect.kernels.fixed_point import emit_multiply_by_quantized_multiplier
+from usmp_dialect.kernels.module import ModelModule
+
+# -- broadcasting ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Broadcast:
+    """Reduced shapes of a broadcast binary operation: the loops over `output`, each input
+    read with its own shape (extent 1 where it is broadcast), all of the same rank."""
+
+    output: tuple[int, ...]
+    inputs: tuple[tuple[int, ...], tuple[int, ...]]
+
+
+def broadcast_shape(lhs: Sequence[int], rhs: Sequence[int]) -> tuple[int, ...] | None:
+    """NumPy's broadcast of two shapes, or None when they do not broadcast."""
+    rank = max(len(lhs), len(rhs))
+    left = (1,) * (rank - len(lhs)) + tuple(lhs)
+    right = (1,) * (rank - len(rhs)) + tuple(rhs)
+    shape = []
+    for a, b in zip(left, right, strict=True):
+        if a != b and 1 not in (a, b):
+            return None
+        shape.append(max(a, b))
+    return tuple(shape)
+
+
+def broadcast_shapes(lhs: Sequence[int], rhs: Sequence[int]) -> Broadcast:
+    """The reduced loops of `lhs op rhs` (shapes that broadcast, see `broadcast_shape`)."""
+    output = broadcast_shape(lhs, rhs)
+    assert output is not None, f"{list(lhs)} and {list(rhs)} do not broadcast"
+    rank = len(output)
+    padded = [(1,) * (rank - len(shape)) + tuple(shape) for shape in (lhs, rhs)]
+    dims: list[list[int]] = []  # [extent, reads lhs, reads rhs]
+    for axis, extent in enumerate(output):
+        if extent == 1:
+            continue
+        reads = [int(shape[axis] == extent) for shape in padded]
+        if dims and dims[-1][1:] == reads:
+            dims[-1][0] *= extent
+        else:
+            dims.append([extent, *reads])
+    if not dims:
+        return Broadcast((1,), ((1,), (1,)))
+    return Broadcast(
+        tuple(d[0] for d in dims),
+        (
+            tuple(d[0] if d[1] else 1 for d in dims),
+            tuple(d[0] if d[2] else 1 for d in dims),
+        ),
+    )
+
+
+# -- binary arithmetic -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class QuantizedAdd:
+    """int8 ADD (or SUB with `subtract`): TFLite's `ArithmeticParams` of `CalculateOpDataAdd`.
+    Shifts are TFLite's (non-positive: right shifts)."""
+
+    input_offsets: tuple[int, int]
+    input_multipliers: tuple[int, int]
+    input_shifts: tuple[int, int]
+    output_multiplier: int
+    output_shift: int
+    output_offset: int
+    activation_min: int
+    activation_max: int
+    left_shift: int = 20
+    subtract: bool = False
+
+
+@dataclass(frozen=True)
+class QuantizedMul:
+    """int8 MUL: `(x + offset1) * (y + offset2)` requantised by one multiplier."""
+
+    input_offsets: tuple[int, int]
+    multiplier: int
+    shift: int
+    output_offset: int
+    activation_min: int
+    activation_max: int
+
+
+@dataclass(frozen=True)
+class FloatBinary:
+    operation: str  # "add", "sub" or "mul"
+    activation: FloatActivation
+
+
+BinaryArithmetic = QuantizedAdd | QuantizedMul | FloatBinary
+
+
+@dataclass(frozen=True)
+class Operand:
+    """A binary kernel's input: read from a function argument of `type_`, or (when `constant`
+    names one) from a constant `memref.global` of that type."""
+
+    type_: MemRefType
+    constant: str | None = None
+
+
+def _combine(kernel: KernelBuilder, arithmetic: BinaryArithmetic, x: Value, y: Value) -> Value:
+    if isinstance(arithmetic, FloatBinary):
+        operation = {"add": kernel.add, "sub": kernel.sub, "mul": kernel.mul}[arithmetic.operation]
+        return clamp_float(kernel, operation(x, y), arithmetic.activation)
+    a = kernel.add(kernel.cast(x, i32), arithmetic.input_offsets[0])
+    b = kernel.add(kernel.cast(y, i32), arithmetic.input_offsets[1])
+    if isinstance(arithmetic, QuantizedMul):
+        scaled = emit_multiply_by_quantized_multiplier(
+            kernel, kernel.mul(a, b), arithmetic.multiplier, arithmetic.shift
+        )
+    else:
+        scaled_a, scaled_b = (
+            emit_multiply_by_quantized_multiplier(
+                kernel,
+                kernel.shl(value, arithmetic.left_shift),
+                arithmetic.input_multipliers[side],
+                arithmetic.input_shifts[side],
+            )
+            for side, value in enumerate((a, b))
+        )
+        total = (
+            kernel.sub(scaled_a, scaled_b)
+            if arithmetic.subtract
+            else kernel.add(scaled_a, scaled_b)
+        )
+        scaled = emit_multiply_by_quantized_multiplier(
+            kernel, total, arithmetic.output_multiplier, arithmetic.output_shift
+        )
+    result = kernel.add(scaled, arithmetic.output_offset)
+    return kernel.cast(
+        kernel.clamp(result, arithmetic.activation_min, arithmetic.activation_max), i8
+    )
+
+
+def binary(
+    module: ModelModule,
+    name: str,
+    operands: tuple[Operand, Operand],
+    output_type: MemRefType,
+    arithmetic: BinaryArithmetic,
+) -> None:
+    """Adds `@name(%input1?, %input2?, %output)`: `output = input1 op input2`, the inputs of
+    the reduced broadcast shapes (`broadcast_shapes`), the constant ones not arguments."""
+    arguments = [
+        (f"input{position + 1}", operand.type_)
+        for position, operand in enumerate(operands)
+        if operand.constant is None
+    ]
+    op, kernel, values = function(name, [*arguments, ("output", output_type)])
+    remaining = list(values[:-1])
+    sources = [
+        kernel.get_global(operand.constant, operand.type_)
+        if operand.constant is not None
+        else remaining.pop(0)
+        for operand in operands
+    ]
+    target = values[-1]
+    shapes = [tuple(operand.type_.get_shape()) for operand in operands]
+
+    def body(ivs: Sequence[Value]) -> None:
+        x, y = (
+            kernel.load(
+                source, [iv if extent != 1 else 0 for iv, extent in zip(ivs, shape, strict=True)]
+            )
+            for source, shape in zip(sources, shapes, strict=True)
+        )
+        kernel.store(_combine(kernel, arithmetic, x, y), target, ivs)
+
+    kernel.loops(output_type.get_shape(), body)
+    finish(kernel)
+    module.add(op)
+
+
+# -- unary arithmetic ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Quantize:
+    """float32 -> int8, `AffineQuantize`: `clamp(round(x / scale) + zero_point)`, halves away
+    from zero. Quotients beyond ±2**30 saturate (TFLite's cast to int32 is undefined there)."""
+
+    scale: float
+    zero_point: int
+
+
+@dataclass(frozen=True)
+class Dequantize:
+    """int8 -> float32: `scale * (q - zero_point)` in float."""
+
+    scale: float
+    zero_point: int
+
+
+@dataclass(frozen=True)
+class Requantize:
+    """int8 -> int8, `reference_ops::Requantize`."""
+
+    input_zero_point: int
+    multiplier: int
+    shift: int
+    output_zero_point: int
+
+
+@dataclass(frozen=True, eq=False)
+class Lookup:
+    """int8 -> int8 through a 256-entry table indexed by `x + 128`."""
+
+    table: np.ndarray
+
+
+@dataclass(frozen=True)
+class FloatFunction:
+    """float32 LOGISTIC ("logistic", TFLite's cut-off form) or TANH ("tanh")."""
+
+    kind: str
+
+
+UnaryArithmetic = Quantize | Dequantize | Requantize | Lookup | FloatFunction
+
+LOGISTIC_UPPER = 16.619047164916992  # TFLite's cut-offs: 1 above, exp(x) below
+LOGISTIC_LOWER = -9.0
+_QUANTIZE_BOUND = float(1 << 30)
+
+
+def _float_function(kernel: KernelBuilder, kind: str, x: Value) -> Value:
+    if kind == "tanh":
+        return kernel.tanh(x)
+    below = kernel.cmp("lt", x, LOGISTIC_LOWER)
+    exp = kernel.exp(kernel.select(below, x, kernel.sub(0.0, x)))
+    inside = kernel.div(1.0, kernel.add(exp, 1.0))
+    return kernel.select(
+        kernel.cmp("gt", x, LOGISTIC_UPPER), 1.0, kernel.select(below, exp, inside)
+    )
+
+
+def _unary_element(
+    module: ModelModule, name: str, kernel: KernelBuilder, arithmetic: UnaryArithmetic
+) -> Callable[[Value], Value]:
+    """The scalar computation of `arithmetic` (tables are loaded once, at the entry)."""
+    if isinstance(arithmetic, Lookup):
+        symbol = module.constant(f"{name}_table", arithmetic.table.astype(np.int8))
+        table = kernel.get_global(*symbol)
+        return lambda x: kernel.load(
+            table, [kernel.cast(kernel.add(kernel.cast(x, i32), 128), INDEX)]
+        )
+    if isinstance(arithmetic, FloatFunction):
+        return lambda x: _float_function(kernel, arithmetic.kind, x)
+    if isinstance(arithmetic, Dequantize):
+        return lambda x: kernel.mul(
+            kernel.cast(kernel.sub(kernel.cast(x, i32), arithmetic.zero_point), f32),
+            arithmetic.scale,
+        )
+
+    def to_int8(value: Value, zero_point: int) -> Value:
+        return kernel.cast(kernel.clamp(kernel.add(value, zero_point), -128, 127), i8)
+
+    if isinstance(arithmetic, Requantize):
+        return lambda x: to_int8(
+            emit_multiply_by_quantized_multiplier(
+                kernel,
+                kernel.sub(kernel.cast(x, i32), arithmetic.input_zero_point),
+                arithmetic.multiplier,
+                arithmetic.shift,
+            ),
+            arithmetic.output_zero_point,
+        )
+
+    def quantize(x: Value) -> Value:
+        rounded = kernel.insert(math.RoundOp(kernel.div(x, arithmetic.scale)))
+        # NaN compares false: it takes the lower bound, as x86 converts it (to INT32_MIN)
+        low = kernel.select(kernel.cmp("gt", rounded, -_QUANTIZE_BOUND), rounded, -_QUANTIZE_BOUND)
+        bounded = kernel.select(kernel.cmp("lt", low, _QUANTIZE_BOUND), low, _QUANTIZE_BOUND)
+        return to_int8(kernel.cast(bounded, i32), arithmetic.zero_point)
+
+    return quantize
+
+
+def unary(
+    module: ModelModule,
+    name: str,
+    size: int,
+    input_element: Attribute,
+    output_element: Attribute,
+    arithmetic: UnaryArithmetic,
+) -> None:
+    """Adds `@name(%input: [size], %output: [size])` applying `arithmetic` to every element."""
+    op, kernel, (source, target) = function(
+        name,
+        [
+            ("input", MemRefType(input_element, [size])),
+            ("output", MemRefType(output_element, [size])),
+        ],
+    )
+    element = _unary_element(module, name, kernel, arithmetic)
+    kernel.loops([size], lambda ivs: kernel.store(element(kernel.load(source, ivs)), target, ivs))
+    finish(kernel)
+    module.add(op)
