@@ -99,3 +99,27 @@ def test_workspace_io_sanitized_within_tflm_head(model: Path, tmp_path: Path) ->
     assert workspace["size_bytes"] <= head
     if model.stem == "vww_96_int8":  # TFLM's greedy planner is above the bound here
         assert workspace["size_bytes"] < head
+
+
+FLOAT = {"ad01_fp32", "kws_ref_model_float32", "pretrainedResnet", "vww_96_float"}
+FLOAT_MODELS = [model for model in MODELS if model.stem in FLOAT]
+
+
+@pytest.mark.parametrize("model", FLOAT_MODELS, ids=lambda path: path.stem)
+def test_float_models_match_litert(model: Path, tmp_path: Path) -> None:
+    """A second, independent reference for float: LiteRT's optimised (XNNPACK) kernels sum in
+    other orders, so agreement is to 1e-5 of the largest output, not bit for bit. (For the
+    hybrid kws, LiteRT runs the dequantised model too: its hybrid kernels quantise the
+    activations, which the dequantised import does not.)"""
+    litert = pytest.importorskip("ai_edge_litert.interpreter")
+    compiled = compile_model(model, tmp_path)
+    interpreter = litert.Interpreter(model_content=reference_model(model))
+    interpreter.allocate_tensors()
+    for seed in range(2):
+        inputs = random_inputs(compiled.inputs, seed)
+        for detail, value in zip(interpreter.get_input_details(), inputs, strict=True):
+            interpreter.set_tensor(detail["index"], value)
+        interpreter.invoke()
+        theirs = [interpreter.get_tensor(d["index"]) for d in interpreter.get_output_details()]
+        ours, _ = compiled.run(inputs)
+        assert_matches(ours, theirs)
