@@ -7,11 +7,13 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+
+from usmp_dialect.testing.model_runner import CompiledModel, Port
 
 ARENA_SIZE_BYTES = 8 << 20
 
@@ -107,3 +109,38 @@ def dequantize_weights(model: bytes) -> bytes:
     builder = flatbuffers.Builder(len(model) * 2)
     builder.Finish(tree.Pack(builder), file_identifier=b"TFL3")
     return bytes(builder.Output())
+
+
+def random_inputs(ports: Sequence[Port], seed: int) -> list[np.ndarray]:
+    """Seeded inputs: int8 over the whole range, float standard normal."""
+    rng = np.random.default_rng(seed)
+    values = []
+    for port in ports:
+        if port.dtype == np.int8:
+            values.append(rng.integers(-128, 128, size=port.shape, dtype=np.int8))
+        else:
+            values.append(rng.standard_normal(port.shape).astype(np.float32))
+    return values
+
+
+def assert_matches(ours: Sequence[np.ndarray], theirs: Sequence[np.ndarray]) -> None:
+    """int8 outputs byte for byte; float ones to 1e-5 of the largest reference output."""
+    assert len(ours) == len(theirs)
+    for mine, reference in zip(ours, theirs, strict=True):
+        assert mine.size == reference.size
+        reference = reference.reshape(mine.shape)
+        if mine.dtype == np.int8:
+            np.testing.assert_array_equal(mine, reference)
+        else:
+            scale = float(np.abs(reference).max()) or 1.0
+            assert float(np.abs(mine - reference).max()) <= 1e-5 * scale
+
+
+def compare(compiled: CompiledModel, model: bytes, seeds: Iterable[int]) -> None:
+    """Our compiled C against TFLM running `model`, on the inputs of each seed."""
+    tflm = interpreter(model)
+    for seed in seeds:
+        inputs = random_inputs(compiled.inputs, seed)
+        theirs = run_with(tflm, inputs, len(compiled.outputs))
+        ours, _ = compiled.run(inputs)
+        assert_matches(ours, theirs)

@@ -16,11 +16,11 @@ import json
 import shutil
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from usmp_dialect.testing import tflm
-from usmp_dialect.testing.model_runner import CompiledModel, Port, compile_model
+from usmp_dialect.testing.model_runner import compile_model
+from usmp_dialect.testing.tflm import assert_matches, random_inputs
 
 ROOT = Path(__file__).resolve().parents[3]
 MODELS = sorted((ROOT / "examples" / "mlperf_tiny").glob("*.tflite"))
@@ -35,41 +35,9 @@ pytestmark = [
 ]
 
 
-def random_inputs(ports: tuple[Port, ...], seed: int) -> list[np.ndarray]:
-    rng = np.random.default_rng(seed)
-    values = []
-    for port in ports:
-        if port.dtype == np.int8:
-            values.append(rng.integers(-128, 128, size=port.shape, dtype=np.int8))
-        else:
-            values.append(rng.standard_normal(port.shape).astype(np.float32))
-    return values
-
-
 def reference_model(model: Path) -> bytes:
     data = model.read_bytes()
     return tflm.dequantize_weights(data) if model.stem in HYBRID else data
-
-
-def assert_matches(ours: list[np.ndarray], theirs: list[np.ndarray]) -> None:
-    assert len(ours) == len(theirs)
-    for mine, reference in zip(ours, theirs, strict=True):
-        assert mine.shape == reference.reshape(mine.shape).shape
-        reference = reference.reshape(mine.shape)
-        if mine.dtype == np.int8:
-            np.testing.assert_array_equal(mine, reference)
-        else:
-            scale = float(np.abs(reference).max()) or 1.0
-            assert float(np.abs(mine - reference).max()) <= 1e-5 * scale
-
-
-def compare(compiled: CompiledModel, model: Path, seeds: range) -> None:
-    interpreter = tflm.interpreter(reference_model(model))
-    for seed in seeds:
-        inputs = random_inputs(compiled.inputs, seed)
-        theirs = tflm.run_with(interpreter, inputs, len(compiled.outputs))
-        ours, _ = compiled.run(inputs)
-        assert_matches(ours, theirs)
 
 
 def test_the_bundled_models_are_the_shared_ones() -> None:
@@ -82,14 +50,14 @@ def test_the_bundled_models_are_the_shared_ones() -> None:
 @pytest.mark.parametrize("model", MODELS, ids=lambda path: path.stem)
 def test_matches_tflm(model: Path, tmp_path: Path) -> None:
     compiled = compile_model(model, tmp_path)
-    compare(compiled, model, range(3))
+    tflm.compare(compiled, reference_model(model), range(3))
 
 
 @pytest.mark.parametrize("model", MODELS, ids=lambda path: path.stem)
 def test_workspace_io_sanitized_within_tflm_head(model: Path, tmp_path: Path) -> None:
     report = tmp_path / "plan.json"
     compiled = compile_model(model, tmp_path, workspace_io=True, sanitize=True, report=report)
-    compare(compiled, model, range(100, 101))
+    tflm.compare(compiled, reference_model(model), range(100, 101))
     plan = json.loads(report.read_text())
     (workspace,) = [pool for pool in plan["pools"] if pool["kind"] == "workspace"]
     assert workspace["size_bytes"] == workspace["lower_bound_bytes"]
