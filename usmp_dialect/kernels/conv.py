@@ -60,9 +60,10 @@ def window_range(
     `origin + dilation * tap` lies in `[0, size)`."""
     if not padded:
         return 0, extent
-    start = kernel.max(kernel.ceil_div(kernel.sub(0, origin), dilation), 0)
-    end = kernel.min(kernel.ceil_div(kernel.sub(size, origin), dilation), extent)
-    return start, end
+    before, after = kernel.sub(0, origin), kernel.sub(size, origin)
+    if dilation > 1:
+        before, after = kernel.ceil_div(before, dilation), kernel.ceil_div(after, dilation)
+    return kernel.max(before, 0), kernel.min(after, extent)
 
 
 def _needs_bounds(
@@ -113,12 +114,17 @@ def conv2d(
         return kernel.mul(w, x)
 
     def element_at(
-        batch: Value, out_y: Value, out_x: Value, out_c: Value, in_c: Value | None
+        batch: Value,
+        out_y: Value,
+        out_x: Value,
+        out_c: Value,
+        in_c: Value | None,
+        rows: tuple[Value, Value | int, Value | int],
+        columns: tuple[Value, Value | int, Value | int],
     ) -> None:
-        origin_y = kernel.sub(kernel.mul(out_y, stride_h), pad_top)
-        origin_x = kernel.sub(kernel.mul(out_x, stride_w), pad_left)
-        y_start, y_end = window_range(kernel, origin_y, kernel_height, height, dilation_h, padded_h)
-        x_start, x_end = window_range(kernel, origin_x, kernel_width, width, dilation_w, padded_w)
+        """One output element; `rows`/`columns`: the window's origin and in-bounds taps."""
+        origin_y, y_start, y_end = rows
+        origin_x, x_start, x_end = columns
         zero = kernel.constant(0, accumulator_type)
 
         def over_y(ky: Value, acc: tuple[Value, ...]) -> list[Value]:
@@ -151,22 +157,41 @@ def conv2d(
             result = clamp_float(kernel, total, arithmetic)
         kernel.store(result, target, [batch, out_y, out_x, out_c])
 
-    def body(ivs: list[Value]) -> None:
-        batch, out_y, out_x, channel = ivs[:4]
-        if depth_multiplier is None:
-            element_at(batch, out_y, out_x, channel, None)
-            return
+    def output_row(batch: Value, out_y: Value) -> None:
+        # The window's rows depend on the output row only, its columns on the output column.
+        origin_y = kernel.sub(kernel.mul(out_y, stride_h), pad_top)
+        rows = (
+            origin_y,
+            *window_range(kernel, origin_y, kernel_height, height, dilation_h, padded_h),
+        )
 
-        # channel is the input channel; the inner loop runs over its `depth_multiplier` outputs
-        def per_output(m: Value, _: tuple[Value, ...]) -> list[Value]:
-            out_c = kernel.add(kernel.mul(channel, depth_multiplier), m)
-            element_at(batch, out_y, out_x, out_c, channel)
+        def output_column(out_x: Value, _: tuple[Value, ...]) -> list[Value]:
+            origin_x = kernel.sub(kernel.mul(out_x, stride_w), pad_left)
+            columns = (
+                origin_x,
+                *window_range(kernel, origin_x, kernel_width, width, dilation_w, padded_w),
+            )
+
+            def channel(c: Value, _: tuple[Value, ...]) -> list[Value]:
+                if depth_multiplier is None:
+                    element_at(batch, out_y, out_x, c, None, rows, columns)
+                    return []
+
+                # c is the input channel; the loop runs over its `depth_multiplier` outputs
+                def per_output(m: Value, _: tuple[Value, ...]) -> list[Value]:
+                    out_c = kernel.add(kernel.mul(c, depth_multiplier), m)
+                    element_at(batch, out_y, out_x, out_c, c, rows, columns)
+                    return []
+
+                kernel.loop(0, depth_multiplier, per_output)
+                return []
+
+            kernel.loop(0, out_channels if depth_multiplier is None else in_channels, channel)
             return []
 
-        kernel.loop(0, depth_multiplier, per_output)
+        kernel.loop(0, out_width, output_column)
 
-    outer = out_channels if depth_multiplier is None else in_channels
-    kernel.loops([batches, out_height, out_width, outer], body)
+    kernel.loops([batches, out_height], lambda ivs: output_row(*ivs))
     finish(kernel)
     module.add(op)
 
