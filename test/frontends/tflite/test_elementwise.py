@@ -21,15 +21,13 @@ from usmp_dialect.frontends.errors import ModelImportError
 from usmp_dialect.frontends.tflite.importer import import_tflite
 from usmp_dialect.kernels.activation import int8_table
 from usmp_dialect.kernels.elementwise import Broadcast, broadcast_shapes
+from usmp_dialect.testing import tflm
 from usmp_dialect.testing.model_runner import CompiledModel, compile_model
 from usmp_dialect.testing.tflite_writer import OperatorSpec, TensorSpec, write_model
 
-try:
-    from tflite_micro.python.tflite_micro import runtime
-except ImportError:  # pragma: no cover - the reference is a test dependency
-    runtime = None
-
-needs_tflm = pytest.mark.skipif(runtime is None, reason="tflite-micro (the reference) is absent")
+needs_tflm = pytest.mark.skipif(
+    not tflm.available(), reason="tflite-micro (the reference) is not installed"
+)
 needs_gcc = pytest.mark.skipif(shutil.which("gcc") is None, reason="gcc is not installed")
 
 OPTIONS = {"ADD": "AddOptions", "SUB": "SubOptions", "MUL": "MulOptions"}
@@ -86,14 +84,6 @@ class Model:
         return write_model(self.tensors, self.operators, self.inputs, self.outputs)
 
 
-def tflm_outputs(data: bytes, inputs: Sequence[np.ndarray], count: int) -> list[np.ndarray]:
-    interpreter = runtime.Interpreter.from_bytes(data, arena_size=8 << 20)
-    for position, value in enumerate(inputs):
-        interpreter.set_input(value, position)
-    interpreter.invoke()
-    return [np.array(interpreter.get_output(position)) for position in range(count)]
-
-
 def build(tmp_path: Path, data: bytes, sanitize: bool = False) -> CompiledModel:
     path = tmp_path / "model.tflite"
     path.write_bytes(data)
@@ -102,7 +92,7 @@ def build(tmp_path: Path, data: bytes, sanitize: bool = False) -> CompiledModel:
 
 def assert_outputs_match(compiled: CompiledModel, data: bytes, inputs: list[np.ndarray]) -> None:
     ours, _ = compiled.run(inputs)
-    theirs = tflm_outputs(data, inputs, len(ours))
+    theirs = tflm.run(data, inputs, len(ours))
     for position, (mine, reference) in enumerate(zip(ours, theirs, strict=True)):
         reference = reference.reshape(mine.shape)
         if mine.dtype == np.int8:
@@ -264,7 +254,7 @@ def test_int8_tables_reproduce_tflite_micro_on_every_input(opcode: str) -> None:
     for quant in quants:
         source = model.input(np.int8, (256,), quant)
         model.output(model.op(opcode, [source], model.tensor(np.int8, (256,), out)))
-    theirs = tflm_outputs(model.data(), [ALL_INT8] * len(quants), len(quants))
+    theirs = tflm.run(model.data(), [ALL_INT8] * len(quants), len(quants))
     for quant, reference in zip(quants, theirs, strict=True):
         np.testing.assert_array_equal(int8_table(opcode.lower(), *quant), reference)
 
