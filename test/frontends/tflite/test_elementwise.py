@@ -10,6 +10,8 @@ activations, the int8 activations and requantisation on all 256 inputs; float ou
 from __future__ import annotations
 
 import shutil
+import subprocess
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -85,9 +87,11 @@ class Model:
 
 
 def build(tmp_path: Path, data: bytes, sanitize: bool = False) -> CompiledModel:
+    """The model compiled (U1), or under ASan/UBSan with its inputs and outputs planned
+    inside the workspace (U4)."""
     path = tmp_path / "model.tflite"
     path.write_bytes(data)
-    return compile_model(path, tmp_path / "build", sanitize=sanitize)
+    return compile_model(path, tmp_path / "build", workspace_io=sanitize, sanitize=sanitize)
 
 
 def assert_outputs_match(compiled: CompiledModel, data: bytes, inputs: list[np.ndarray]) -> None:
@@ -208,7 +212,7 @@ def test_broadcasting_constants_and_chains(tmp_path: Path, dtype: type) -> None:
 
 @needs_gcc
 @needs_tflm
-def test_broadcasting_under_the_sanitizers(tmp_path: Path) -> None:
+def test_broadcasting_in_the_workspace_under_the_sanitizers(tmp_path: Path) -> None:
     model = broadcasting_model(np.int8)
     compiled = build(tmp_path, model.data(), sanitize=True)
     assert_outputs_match(compiled, model.data(), random_inputs(compiled, 11))
@@ -467,3 +471,30 @@ def test_per_channel_inputs_and_fused_tanh_are_rejected() -> None:
         ModelImportError, match="MUL \\(operator 0\\): unsupported fused activation 4"
     ):
         import_tflite(model.data(), "tanh.tflite")
+
+
+def test_usmp_opt_reports_an_unsupported_variant_in_one_line(tmp_path: Path) -> None:
+    model = tmp_path / "tanh.tflite"
+    model.write_bytes(_unary_model("TANH", (np.int8, (4,), Q), (np.int8, (4,), (1 / 256, 0))))
+    output = tmp_path / "tanh.c"
+    ran = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "usmp_dialect.tools.usmp_opt",
+            str(model),
+            "-t",
+            "c",
+            "-o",
+            str(output),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert ran.returncode == 1
+    assert ran.stderr == (
+        f"usmp-opt: error: {model}: TANH (operator 0): the int8 output must have scale 1/128 and "
+        "zero point 0 (it has 0.00390625 and 0)\n"
+    )
+    assert not output.exists()
