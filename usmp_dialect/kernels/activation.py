@@ -19,10 +19,11 @@ import numpy as np
 
 from usmp_dialect.kernels.fixed_point import (
     INT32_MAX,
-    INT32_MIN,
+    exp_on_negative_values,
     multiply_by_quantized_multiplier_reference,
     round_half_away,
     rounding_divide_by_pot,
+    saturating_rounding_multiply_by_pot,
     wrap32,
 )
 from usmp_dialect.kernels.fixed_point import (
@@ -43,68 +44,12 @@ def _sub(a: int, b: int) -> int:
     return wrap32(a - b)
 
 
-def _multiply_by_pot(value: int, exponent: int) -> int:
-    """gemmlowp's `SaturatingRoundingMultiplyByPOT<exponent>`."""
-    if exponent > 0:
-        threshold = (1 << (31 - exponent)) - 1
-        if value > threshold:
-            return INT32_MAX
-        if value < -threshold:
-            return INT32_MIN
-        return value << exponent
-    if exponent < 0:
-        return rounding_divide_by_pot(value, -exponent)
-    return value
-
-
 def _rounding_half_sum(a: int, b: int) -> int:
     """gemmlowp's `RoundingHalfSum`: (a + b + sign) / 2 in int64, truncated toward zero."""
     total = a + b
     total += 1 if total >= 0 else -1
     half = abs(total) // 2
     return half if total >= 0 else -half
-
-
-def _exp_on_interval_near_zero(a: int) -> int:
-    """exp(a) for a in [-1/4, 0), Q0.31 in and out (a Taylor expansion around -1/8)."""
-    constant_term = 1895147668  # exp(-1/8)
-    one_third = 715827883
-    x = _add(a, 1 << 28)
-    x2 = _mul(x, x)
-    x3 = _mul(x2, x)
-    x4 = _mul(x2, x2)
-    x4_over_4 = _multiply_by_pot(x4, -2)
-    polynomial = _multiply_by_pot(_add(_mul(_add(x4_over_4, x3), one_third), x2), -1)
-    return _add(constant_term, _mul(constant_term, _add(x, polynomial)))
-
-
-# exp(-2**exponent) in Q0.31, for the barrel shifter of exp_on_negative_values
-_EXP_MULTIPLIERS = (
-    (-2, 1672461947),
-    (-1, 1302514674),
-    (0, 790015084),
-    (1, 290630308),
-    (2, 39332535),
-    (3, 720401),
-    (4, 242),
-)
-
-
-def _exp_on_negative_values(a: int, integer_bits: int) -> int:
-    """exp(a) for a <= 0 in Q(integer_bits), result in Q0.31."""
-    fractional_bits = 31 - integer_bits
-    one_quarter = 1 << (fractional_bits - 2)
-    a_mod_quarter_minus_quarter = _sub(a & (one_quarter - 1), one_quarter)
-    result = _exp_on_interval_near_zero(_multiply_by_pot(a_mod_quarter_minus_quarter, integer_bits))
-    remainder = _sub(a_mod_quarter_minus_quarter, a)
-    for exponent, multiplier in _EXP_MULTIPLIERS:
-        if integer_bits > exponent and remainder & (1 << (fractional_bits + exponent)):
-            result = _mul(result, multiplier)
-    if integer_bits > 5 and a < -(1 << (36 - integer_bits)):
-        result = 0
-    if a == 0:
-        result = INT32_MAX
-    return result
 
 
 def _newton_reciprocal(a: int) -> int:
@@ -114,7 +59,7 @@ def _newton_reciprocal(a: int) -> int:
     one = 1 << 29
     for _ in range(3):
         correction = _sub(one, _mul(half_denominator, x))
-        x = _add(x, _multiply_by_pot(_mul(x, correction), 2))
+        x = _add(x, saturating_rounding_multiply_by_pot(_mul(x, correction), 2))
     return x
 
 
@@ -122,8 +67,8 @@ def _logistic(a: int, integer_bits: int) -> int:
     """gemmlowp's `logistic` of `a` in Q(integer_bits), result in Q0.31."""
     positive = a > 0
     magnitude = a if positive else wrap32(-a)
-    if_positive = _multiply_by_pot(
-        _newton_reciprocal(_exp_on_negative_values(wrap32(-magnitude), integer_bits)), 1
+    if_positive = saturating_rounding_multiply_by_pot(
+        _newton_reciprocal(exp_on_negative_values(wrap32(-magnitude), integer_bits)), 1
     )
     if a == 0:
         return 1 << 30
@@ -135,8 +80,8 @@ def _tanh(a: int, integer_bits: int) -> int:
     negative = a < 0
     non_positive = a if negative else wrap32(-a)
     # exp(2 * n): the same raw value read with one more integer bit
-    exp = _exp_on_negative_values(non_positive, integer_bits + 1)
-    t = _multiply_by_pot(_sub(_newton_reciprocal(exp), 1 << 29), 2)
+    exp = exp_on_negative_values(non_positive, integer_bits + 1)
+    t = saturating_rounding_multiply_by_pot(_sub(_newton_reciprocal(exp), 1 << 29), 2)
     if a == 0:
         return 0
     return wrap32(-t) if negative else t

@@ -106,6 +106,68 @@ def multiply_by_quantized_multiplier_reference(value: int, multiplier: int, shif
     )
 
 
+def saturating_rounding_multiply_by_pot(value: int, exponent: int) -> int:
+    """gemmlowp's `SaturatingRoundingMultiplyByPOT<exponent>`."""
+    if exponent > 0:
+        threshold = (1 << (31 - exponent)) - 1
+        if value > threshold:
+            return INT32_MAX
+        if value < -threshold:
+            return INT32_MIN
+        return value << exponent
+    if exponent < 0:
+        return rounding_divide_by_pot(value, -exponent)
+    return value
+
+
+def _exp_on_interval_near_zero(a: int) -> int:
+    """exp(a) for a in [-1/4, 0), Q0.31 in and out (a Taylor expansion around -1/8)."""
+    constant_term = 1895147668  # exp(-1/8)
+    one_third = 715827883
+    multiply = saturating_rounding_doubling_high_mul
+    x = wrap32(a + (1 << 28))
+    x2 = multiply(x, x)
+    x3 = multiply(x2, x)
+    x4 = multiply(x2, x2)
+    x4_over_4 = saturating_rounding_multiply_by_pot(x4, -2)
+    polynomial = saturating_rounding_multiply_by_pot(
+        wrap32(multiply(wrap32(x4_over_4 + x3), one_third) + x2), -1
+    )
+    return wrap32(constant_term + multiply(constant_term, wrap32(x + polynomial)))
+
+
+# exp(-2**exponent) in Q0.31, for the barrel shifter of exp_on_negative_values
+_EXP_MULTIPLIERS = (
+    (-2, 1672461947),
+    (-1, 1302514674),
+    (0, 790015084),
+    (1, 290630308),
+    (2, 39332535),
+    (3, 720401),
+    (4, 242),
+)
+
+
+def exp_on_negative_values(a: int, integer_bits: int) -> int:
+    """gemmlowp's `exp_on_negative_values`: exp(a) for a <= 0 in Q(integer_bits).(31 -
+    integer_bits), as Q0.31 (a Taylor expansion on [-1/4, 0), then a barrel shifter)."""
+    fractional_bits = 31 - integer_bits
+    one_quarter = 1 << (fractional_bits - 2)
+    a_mod_quarter_minus_quarter = wrap32((a & (one_quarter - 1)) - one_quarter)
+    result = _exp_on_interval_near_zero(
+        saturating_rounding_multiply_by_pot(a_mod_quarter_minus_quarter, integer_bits)
+    )
+    remainder = wrap32(a_mod_quarter_minus_quarter - a)
+    for exponent, multiplier in _EXP_MULTIPLIERS:
+        if integer_bits > exponent and remainder & (1 << (fractional_bits + exponent)):
+            result = saturating_rounding_doubling_high_mul(result, multiplier)
+    if integer_bits > 5 and a < -(1 << (36 - integer_bits)):
+        result = 0
+    if a == 0:
+        result = INT32_MAX
+    return result
+
+
 # -- the same operations as IR ------------------------------------------------------------
 
 

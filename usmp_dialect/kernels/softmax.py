@@ -25,8 +25,8 @@ from usmp_dialect.kernels.fixed_point import (
     INT32_MIN,
     emit_rounding_divide_by_pot,
     emit_saturating_rounding_doubling_high_mul,
+    exp_on_negative_values,
     quantize_multiplier,
-    rounding_divide_by_pot,
     saturating_rounding_doubling_high_mul,
     wrap32,
 )
@@ -54,48 +54,6 @@ def softmax_parameters(beta: float, input_scale: float) -> tuple[int, int, int]:
     return multiplier, left_shift, -pymath.floor(max_input_rescaled)
 
 
-def _saturating_shift_left(value: int, exponent: int) -> int:
-    threshold = (1 << (31 - exponent)) - 1
-    if value > threshold:
-        return INT32_MAX
-    if value < -threshold:
-        return INT32_MIN
-    return wrap32(value << exponent)
-
-
-def _exp_on_interval(a: int) -> int:
-    """gemmlowp's exp on [-1/4, 0), Q0.31 in and out (a Taylor expansion around -1/8)."""
-    constant_term, one_third = 1895147668, 715827883
-    x = a + (1 << 28)
-    x2 = saturating_rounding_doubling_high_mul(x, x)
-    x3 = saturating_rounding_doubling_high_mul(x2, x)
-    x4 = saturating_rounding_doubling_high_mul(x2, x2)
-    x4_over_4 = rounding_divide_by_pot(x4, 2)
-    polynomial = rounding_divide_by_pot(
-        saturating_rounding_doubling_high_mul(x4_over_4 + x3, one_third) + x2, 1
-    )
-    return wrap32(
-        constant_term + saturating_rounding_doubling_high_mul(constant_term, x + polynomial)
-    )
-
-
-_BARREL_SHIFTER = ((-2, 1672461947), (-1, 1302514674), (0, 790015084), (1, 290630308),
-                   (2, 39332535), (3, 720401), (4, 242))  # fmt: skip
-
-
-def exp_on_negative_values(a: int) -> int:
-    """gemmlowp's `exp_on_negative_values` of a Q5.26 value <= 0, as Q0.31."""
-    fractional_bits = 31 - SCALED_DIFF_INTEGER_BITS
-    one_quarter = 1 << (fractional_bits - 2)
-    remainder_part = (a & (one_quarter - 1)) - one_quarter
-    result = _exp_on_interval(_saturating_shift_left(remainder_part, SCALED_DIFF_INTEGER_BITS))
-    remainder = remainder_part - a
-    for exponent, multiplier in _BARREL_SHIFTER:
-        if remainder & (1 << (fractional_bits + exponent)):
-            result = saturating_rounding_doubling_high_mul(result, multiplier)
-    return INT32_MAX if a == 0 else result
-
-
 def exp_table(multiplier: int, left_shift: int, diff_min: int) -> np.ndarray:
     """`exp(beta * scale * diff)` in Q0.31 for diff = 0, -1, ..., -255 (index = -diff); 0 where
     TFLite skips the element (diff < diff_min), which makes it add nothing and output -128."""
@@ -107,7 +65,7 @@ def exp_table(multiplier: int, left_shift: int, diff_min: int) -> np.ndarray:
         rescaled = saturating_rounding_doubling_high_mul(
             wrap32(diff * (1 << left_shift)), multiplier
         )
-        table[index] = exp_on_negative_values(rescaled)
+        table[index] = exp_on_negative_values(rescaled, SCALED_DIFF_INTEGER_BITS)
     return table
 
 

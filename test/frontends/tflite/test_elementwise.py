@@ -10,6 +10,8 @@ activations, the int8 activations and requantisation on all 256 inputs; float ou
 from __future__ import annotations
 
 import shutil
+import subprocess
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -21,15 +23,13 @@ from usmp_dialect.frontends.errors import ModelImportError
 from usmp_dialect.frontends.tflite.importer import import_tflite
 from usmp_dialect.kernels.activation import int8_table
 from usmp_dialect.kernels.elementwise import Broadcast, broadcast_shapes
+from usmp_dialect.testing import tflm
 from usmp_dialect.testing.model_runner import CompiledModel, compile_model
 from usmp_dialect.testing.tflite_writer import OperatorSpec, TensorSpec, write_model
 
-try:
-    from tflite_micro.python.tflite_micro import runtime
-except ImportError:  # pragma: no cover - the reference is a test dependency
-    runtime = None
-
-needs_tflm = pytest.mark.skipif(runtime is None, reason="tflite-micro (the reference) is absent")
+needs_tflm = pytest.mark.skipif(
+    not tflm.available(), reason="tflite-micro (the reference) is not installed"
+)
 needs_gcc = pytest.mark.skipif(shutil.which("gcc") is None, reason="gcc is not installed")
 
 OPTIONS = {"ADD": "AddOptions", "SUB": "SubOptions", "MUL": "MulOptions"}
@@ -86,23 +86,17 @@ class Model:
         return write_model(self.tensors, self.operators, self.inputs, self.outputs)
 
 
-def tflm_outputs(data: bytes, inputs: Sequence[np.ndarray], count: int) -> list[np.ndarray]:
-    interpreter = runtime.Interpreter.from_bytes(data, arena_size=8 << 20)
-    for position, value in enumerate(inputs):
-        interpreter.set_input(value, position)
-    interpreter.invoke()
-    return [np.array(interpreter.get_output(position)) for position in range(count)]
-
-
 def build(tmp_path: Path, data: bytes, sanitize: bool = False) -> CompiledModel:
+    """The model compiled (U1), or under ASan/UBSan with its inputs and outputs planned
+    inside the workspace (U4)."""
     path = tmp_path / "model.tflite"
     path.write_bytes(data)
-    return compile_model(path, tmp_path / "build", sanitize=sanitize)
+    return compile_model(path, tmp_path / "build", workspace_io=sanitize, sanitize=sanitize)
 
 
 def assert_outputs_match(compiled: CompiledModel, data: bytes, inputs: list[np.ndarray]) -> None:
     ours, _ = compiled.run(inputs)
-    theirs = tflm_outputs(data, inputs, len(ours))
+    theirs = tflm.run(data, inputs, len(ours))
     for position, (mine, reference) in enumerate(zip(ours, theirs, strict=True)):
         reference = reference.reshape(mine.shape)
         if mine.dtype == np.int8:
@@ -218,7 +212,7 @@ def test_broadcasting_constants_and_chains(tmp_path: Path, dtype: type) -> None:
 
 @needs_gcc
 @needs_tflm
-def test_broadcasting_under_the_sanitizers(tmp_path: Path) -> None:
+def test_broadcasting_in_the_workspace_under_the_sanitizers(tmp_path: Path) -> None:
     model = broadcasting_model(np.int8)
     compiled = build(tmp_path, model.data(), sanitize=True)
     assert_outputs_match(compiled, model.data(), random_inputs(compiled, 11))
@@ -264,7 +258,7 @@ def test_int8_tables_reproduce_tflite_micro_on_every_input(opcode: str) -> None:
     for quant in quants:
         source = model.input(np.int8, (256,), quant)
         model.output(model.op(opcode, [source], model.tensor(np.int8, (256,), out)))
-    theirs = tflm_outputs(model.data(), [ALL_INT8] * len(quants), len(quants))
+    theirs = tflm.run(model.data(), [ALL_INT8] * len(quants), len(quants))
     for quant, reference in zip(quants, theirs, strict=True):
         np.testing.assert_array_equal(int8_table(opcode.lower(), *quant), reference)
 
@@ -477,3 +471,30 @@ def test_per_channel_inputs_and_fused_tanh_are_rejected() -> None:
         ModelImportError, match="MUL \\(operator 0\\): unsupported fused activation 4"
     ):
         import_tflite(model.data(), "tanh.tflite")
+
+
+def test_usmp_opt_reports_an_unsupported_variant_in_one_line(tmp_path: Path) -> None:
+    model = tmp_path / "tanh.tflite"
+    model.write_bytes(_unary_model("TANH", (np.int8, (4,), Q), (np.int8, (4,), (1 / 256, 0))))
+    output = tmp_path / "tanh.c"
+    ran = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "usmp_dialect.tools.usmp_opt",
+            str(model),
+            "-t",
+            "c",
+            "-o",
+            str(output),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert ran.returncode == 1
+    assert ran.stderr == (
+        f"usmp-opt: error: {model}: TANH (operator 0): the int8 output must have scale 1/128 and "
+        "zero point 0 (it has 0.00390625 and 0)\n"
+    )
+    assert not output.exists()
