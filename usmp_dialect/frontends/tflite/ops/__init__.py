@@ -1,6 +1,6 @@
 """Operator handlers of the TFLite frontend, one module per operator family; importing this
 package registers them all in `importer.OPERATORS`."""
 
-from usmp_dialect.frontends.tflite.ops import conv, pooling, shape
+from usmp_dialect.frontends.tflite.ops import conv, data_movement, fold, pooling, reduce, shape
 
-__all__ = ["conv", "pooling", "shape"]
+__all__ = ["conv", "data_movement", "fold", "pooling", "reduce", "shape"]
