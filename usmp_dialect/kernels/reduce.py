@@ -3,11 +3,11 @@
 Each output element's sum is a scalar accumulator (TFLite keeps a temporary sum per output;
 the order of the additions is the same: the reduced axes in row-major order). Then
 * float: `sum / (float)count`;
-* int8 with equal input and output quantisation (`reference_ops::Mean`): the integer sum
-  divided by the count, truncating toward zero;
-* int8 otherwise (`QuantizedMeanOrSum`): `MultiplyByQuantizedMultiplier(sum - zp_in * count)`
-  with TFLite's multiplier `scale_in / scale_out` folded with `1 / count` (`mean_multiplier`),
-  plus the output zero point, clamped to int8.
+* int8: `QuantizedMeanOrSum`, which TFLite Micro runs even when the input and output
+  quantisations are equal (its rounding differs from the truncating `reference_ops::Mean`):
+  `MultiplyByQuantizedMultiplier(sum - zp_in * count)` with the multiplier
+  `scale_in / scale_out` folded with `1 / count` (`mean_multiplier`), plus the output zero
+  point, clamped to int8.
 """
 
 from __future__ import annotations
@@ -24,13 +24,12 @@ from usmp_dialect.kernels.module import ModelModule
 
 @dataclass(frozen=True)
 class QuantizedMean:
-    """int8 parameters; `rescale=False` is TFLite's plain integer mean (equal quantisation)."""
+    """int8 parameters: the zero points and TFLite's QuantizeMultiplier(scale_in / scale_out)."""
 
-    rescale: bool
-    input_zero_point: int = 0
-    multiplier: int = 0  # TFLite's QuantizeMultiplier(scale_in / scale_out)
-    shift: int = 0
-    output_zero_point: int = 0
+    input_zero_point: int
+    multiplier: int
+    shift: int
+    output_zero_point: int
 
 
 def mean_multiplier(multiplier: int, shift: int, count: int) -> tuple[int, int]:
@@ -83,9 +82,8 @@ def mean(
         total = reduce_level(0, index, start)
         if not integer:
             result = kernel.div(total, kernel.constant(float(count), f32))
-        elif quantized is None or not quantized.rescale:
-            result = kernel.cast(kernel.div(total, count), element)
         else:
+            assert quantized is not None
             multiplier, shift = mean_multiplier(quantized.multiplier, quantized.shift, count)
             offset = kernel.sub(total, wrap32(quantized.input_zero_point * count))
             scaled = emit_multiply_by_quantized_multiplier(kernel, offset, multiplier, shift)

@@ -54,7 +54,7 @@ def set_folded(context: OperatorContext, position: int, value: np.ndarray) -> No
             f"the folded {tensor.describe()} has the shape {list(value.shape)}, the model "
             f"declares {list(tensor.shape)}"
         )
-    context.fold(position, np.ascontiguousarray(value.astype(tensor.dtype)))
+    context.fold(position, np.array(value, dtype=tensor.dtype, order="C"))  # keeps 0-D
 
 
 def _masked(mask: int, position: int) -> bool:
@@ -82,18 +82,20 @@ def _start_stop(
     end_masked: bool,
     shrink: bool,
 ) -> tuple[int, int]:
-    """TFLite's `StartForAxis` and `StopForAxis`: masks, negative indices, clamping."""
+    """TFLite's `StartForAxis` and `StopForAxis`: masks, negative indices, then clamping to
+    [0, size] (forward) or [-1, size - 1] (backward); a shrunk axis takes one element."""
     start = (INT_LOWEST if stride > 0 else INT_MAX) if begin_masked else begin
     if start < 0:
         start += size
-    start = min(max(start, 0), size - 1)
     if shrink:
+        if not 0 <= start < size:
+            raise FoldError(f"index {begin} is outside a dimension of size {size}")
         return start, start + 1
     stop = (INT_MAX if stride > 0 else INT_LOWEST) if end_masked else end
     if stop < 0:
         stop += size
-    stop = min(max(stop, 0), size) if stride > 0 else min(max(stop, -1), size - 1)
-    return start, stop
+    low, high = (0, size) if stride > 0 else (-1, size - 1)
+    return min(max(start, low), high), min(max(stop, low), high)
 
 
 def strided_slice_spec_of(
@@ -106,11 +108,10 @@ def strided_slice_spec_of(
     ellipsis_mask: int = 0,
     new_axis_mask: int = 0,
     shrink_axis_mask: int = 0,
-    offset: bool = False,
 ) -> SliceSpec:
     """TFLite's STRIDED_SLICE on an input of `shape`. The sparse specification (ellipsis and
     new axes, as TensorFlow defines them) is made dense first; dimensions after the last index
-    are taken whole. `offset`: `end` is relative to `begin` (StridedSliceOptions.offset)."""
+    are taken whole."""
     count = len(begin)
     if not len(end) == len(strides) == count:
         raise FoldError(f"begin, end and strides have {count}, {len(end)}, {len(strides)} values")
@@ -145,11 +146,10 @@ def strided_slice_spec_of(
         shrink = _masked(shrink_axis_mask, position)
         if shrink and stride < 0:
             raise FoldError("a shrunk axis has a negative stride")
-        stop_index = int(end[position]) + (int(begin[position]) if offset else 0)
         start, stop = _start_stop(
             shape[dim],
             int(begin[position]),
-            stop_index,
+            int(end[position]),
             stride,
             _masked(begin_mask, position),
             _masked(end_mask, position),
@@ -169,7 +169,7 @@ def strided_slice_spec_of(
 def sliced(array: np.ndarray, spec: SliceSpec) -> np.ndarray:
     """The elements of `array` that `spec` selects, in the output shape."""
     picks = [start + step * np.arange(count) for start, step, count in spec.boxes]
-    return np.ascontiguousarray(array[np.ix_(*picks)].reshape(spec.out_shape))
+    return np.array(array[np.ix_(*picks)].reshape(spec.out_shape), order="C")
 
 
 def strided_slice_spec(context: OperatorContext, shape: Sequence[int]) -> SliceSpec:
@@ -189,8 +189,9 @@ def strided_slice_spec(context: OperatorContext, shape: Sequence[int]) -> SliceS
             "ellipsis_mask": options.EllipsisMask(),
             "new_axis_mask": options.NewAxisMask(),
             "shrink_axis_mask": options.ShrinkAxisMask(),
-            "offset": bool(options.Offset()),
         }
+        if options.Offset():
+            raise context.fail("STRIDED_SLICE with offset=true is not supported")
     try:
         return strided_slice_spec_of(shape, *vectors, **masks)
     except FoldError as error:

@@ -1,4 +1,5 @@
-"""MEAN over constant axes, int8 (TFLite Micro's requantisation) and float32."""
+"""MEAN over constant axes, int8 (TFLite Micro's requantisation, also when the input and output
+quantisations are equal) and float32."""
 
 from __future__ import annotations
 
@@ -36,13 +37,8 @@ def mean_layer(context: OperatorContext) -> None:
     quantized = None
     if dtype == INT8:
         source_q, output_q = quantization(context, source), quantization(context, output)
-        if (source_q.scale, source_q.zero_point) == (output_q.scale, output_q.zero_point):
-            quantized = QuantizedMean(rescale=False)
-        else:
-            multiplier, shift = quantize_multiplier(source_q.scale / output_q.scale)
-            quantized = QuantizedMean(
-                True, source_q.zero_point, multiplier, shift, output_q.zero_point
-            )
+        multiplier, shift = quantize_multiplier(source_q.scale / output_q.scale)
+        quantized = QuantizedMean(source_q.zero_point, multiplier, shift, output_q.zero_point)
     mean(
         context.module,
         context.name,
