@@ -145,7 +145,8 @@ def write_model(
         tflite.OperatorAddOutputs(builder, op_outputs)
         if options is not None:
             tflite.OperatorAddBuiltinOptionsType(
-                builder, getattr(tflite.BuiltinOptions, spec.options)  # type: ignore[arg-type]
+                builder,
+                getattr(tflite.BuiltinOptions, spec.options),  # type: ignore[arg-type]
             )
             tflite.OperatorAddBuiltinOptions(builder, options)
         operator_offsets.append(tflite.OperatorEnd(builder))

@@ -3,15 +3,21 @@ Micro: int8 byte for byte, float32 within 1e-5, on models written with `tflite_w
 
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from usmp_dialect.frontends.errors import ModelImportError
+from usmp_dialect.frontends.tflite.importer import import_tflite
 from usmp_dialect.testing.module_file import load_file
 from usmp_dialect.testing.tflite_writer import OperatorSpec, TensorSpec, write_model
 
-pytest.importorskip("tflite_micro", reason="the reference runs need tflite-micro")
+requires_tflm = pytest.mark.skipif(
+    importlib.util.find_spec("tflite_micro") is None,
+    reason="the reference runs need tflite-micro",
+)
 oracle = load_file(Path(__file__).parent / "tflm_oracle.py")
 
 INT8_Q = {"scales": [0.05], "zero_points": [-3]}
@@ -149,6 +155,7 @@ def unpack_model(dtype: type, shape: tuple[int, ...], axis: int) -> bytes:
     return write_model(tensors, [op], [0], outputs)
 
 
+@requires_tflm
 @pytest.mark.parametrize("dtype", [np.int8, np.float32], ids=["int8", "float"])
 def test_concatenation_matches_tflm(dtype: type, tmp_path: Path) -> None:
     models = {
@@ -161,6 +168,7 @@ def test_concatenation_matches_tflm(dtype: type, tmp_path: Path) -> None:
     oracle.assert_all_match(models, tmp_path)
 
 
+@requires_tflm
 @pytest.mark.parametrize("dtype", [np.int8, np.float32], ids=["int8", "float"])
 def test_pad_matches_tflm(dtype: type, tmp_path: Path) -> None:
     value = -7 if dtype is np.int8 else 1.5
@@ -173,6 +181,7 @@ def test_pad_matches_tflm(dtype: type, tmp_path: Path) -> None:
     oracle.assert_all_match(models, tmp_path)
 
 
+@requires_tflm
 @pytest.mark.parametrize("dtype", [np.int8, np.float32], ids=["int8", "float"])
 def test_mean_matches_tflm(dtype: type, tmp_path: Path) -> None:
     requantised = {"scales": [0.021], "zero_points": [9]}
@@ -188,6 +197,7 @@ def test_mean_matches_tflm(dtype: type, tmp_path: Path) -> None:
     oracle.assert_all_match(models, tmp_path)
 
 
+@requires_tflm
 @pytest.mark.parametrize("dtype", [np.int8, np.float32], ids=["int8", "float"])
 def test_strided_slice_of_activation_matches_tflm(dtype: type, tmp_path: Path) -> None:
     models = {
@@ -207,6 +217,7 @@ def test_strided_slice_of_activation_matches_tflm(dtype: type, tmp_path: Path) -
     oracle.assert_all_match(models, tmp_path)
 
 
+@requires_tflm
 @pytest.mark.parametrize("dtype", [np.int8, np.float32], ids=["int8", "float"])
 def test_pack_and_unpack_match_tflm(dtype: type, tmp_path: Path) -> None:
     models = {
@@ -217,3 +228,136 @@ def test_pack_and_unpack_match_tflm(dtype: type, tmp_path: Path) -> None:
         "unpack_middle": unpack_model(dtype, (2, 3, 4), 1),
     }
     oracle.assert_all_match(models, tmp_path)
+
+
+@requires_tflm
+def test_kernels_are_clean_under_sanitizers(tmp_path: Path) -> None:
+    models = {
+        "concatenation": concat_model(np.int8, [(1, 2, 3, 2), (1, 2, 3, 3)], 3, constant_input=1),
+        "pad": pad_model(np.float32, (1, 3, 2, 2), [(0, 1), (2, 0), (1, 1), (0, 2)], 0.25),
+        "mean": mean_model(
+            np.int8, (1, 4, 3, 2), [1, 2], False, {"scales": [0.2], "zero_points": [1]}
+        ),
+        "strided_slice": slice_model(
+            np.int8, (1, 5, 4, 3), [0, -1, 3, 0], [1, 0, 0, 2], [1, -1, -2, 1], (1, 4, 2, 2)
+        ),
+        "unpack": unpack_model(np.float32, (2, 3, 2), 1),
+    }
+    oracle.assert_all_match(models, tmp_path, trials=1, sanitize=True)
+
+
+def import_error(model: bytes) -> str:
+    with pytest.raises(ModelImportError) as raised:
+        import_tflite(model, "bad.tflite")
+    message = str(raised.value)
+    assert "\n" not in message and message.startswith("bad.tflite: ")
+    return message
+
+
+def test_int8_concatenation_needs_equal_quantisation() -> None:
+    tensors = [
+        activation("a", np.int8, (1, 2)),
+        activation("b", np.int8, (1, 2), {"scales": [0.1], "zero_points": [-3]}),
+        activation("y", np.int8, (1, 4)),
+    ]
+    op = OperatorSpec("CONCATENATION", [0, 1], [2], "ConcatenationOptions", {"Axis": 1})
+    message = import_error(write_model(tensors, [op], [0, 1], [2]))
+    assert "tensor 'b' (index 1) has the quantisation (scale 0.1" in message
+    assert "int8 CONCATENATION needs them equal" in message
+
+
+@pytest.mark.parametrize(
+    ("model", "expected"),
+    [
+        (
+            write_model(
+                [activation("a", np.float32, (1, 2)), activation("y", np.float32, (1, 4))],
+                [
+                    OperatorSpec(
+                        "CONCATENATION",
+                        [0, 0],
+                        [1],
+                        "ConcatenationOptions",
+                        {"Axis": 1, "FusedActivationFunction": 1},
+                    )
+                ],
+                [0],
+                [1],
+            ),
+            "a fused activation on CONCATENATION is not supported",
+        ),
+        (
+            write_model(
+                [activation("a", np.float32, (1, 2)), activation("y", np.float32, (1, 5))],
+                [OperatorSpec("CONCATENATION", [0, 0], [1], "ConcatenationOptions", {"Axis": 1})],
+                [0],
+                [1],
+            ),
+            "the output shape [1, 5] should be [1, 4]",
+        ),
+        (
+            write_model(
+                [activation("a", np.float32, (1, 2)), activation("y", np.float32, (1, 4))],
+                [OperatorSpec("CONCATENATION", [0, 0], [1], "ConcatenationOptions", {"Axis": 2})],
+                [0],
+                [1],
+            ),
+            "axis 2 is outside a 2-D tensor",
+        ),
+        (pad_model(np.float32, (2, 3), [(1, -1), (0, 0)]), "negative paddings"),
+        (
+            write_model(
+                [
+                    activation("x", np.int8, (2, 3)),
+                    constant("p", np.zeros((2, 2), np.int32)),
+                    activation("y", np.int8, (2, 3)),
+                    constant("v", np.array([1], np.int8), {"scales": [0.5], "zero_points": [0]}),
+                ],
+                [OperatorSpec("PADV2", [0, 1, 3], [2], "PadV2Options")],
+                [0],
+                [2],
+            ),
+            "tensor 'v' (index 3) has the quantisation",
+        ),
+        (
+            write_model(
+                [
+                    activation("x", np.float32, (2, 3)),
+                    activation("axes", np.float32, (1,)),
+                    activation("y", np.float32, (2, 1)),
+                ],
+                [OperatorSpec("MEAN", [0, 1], [2], "ReducerOptions", {"KeepDims": True})],
+                [0, 1],
+                [2],
+            ),
+            "input 1 (tensor 'axes' (index 1)) must be a constant",
+        ),
+        (mean_model(np.float32, (2, 3), [2], True), "axis 2 is outside the 2-D input"),
+        (
+            slice_model(np.float32, (3, 4), [0, 0], [1, 4], [1, 1], (1, 4), Offset=True),
+            "STRIDED_SLICE with offset=true is not supported",
+        ),
+        (
+            slice_model(np.float32, (3, 4), [1, 0], [2, 4], [-1, 1], (4,), ShrinkAxisMask=1),
+            "a shrunk axis has a negative stride",
+        ),
+        (
+            slice_model(np.float32, (3, 4), [0, 0], [3, 4], [1, 1], (3, 3)),
+            "the output shape [3, 3] should be [3, 4]",
+        ),
+    ],
+    ids=[
+        "concat_activation",
+        "concat_shape",
+        "concat_axis",
+        "pad_negative",
+        "padv2_value_quantisation",
+        "mean_axes_not_constant",
+        "mean_axis_range",
+        "slice_offset",
+        "slice_negative_shrink",
+        "slice_shape",
+    ],
+)
+def test_unsupported_variants_fail_clearly(model: bytes, expected: str) -> None:
+    assert expected in import_error(model)

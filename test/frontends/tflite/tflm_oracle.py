@@ -23,15 +23,16 @@ def random_inputs(ports: Sequence, rng: np.random.Generator) -> list[np.ndarray]
 
 
 def run_both(
-    model: bytes, directory: Path, trials: int = 3, seed: int = 0
+    model: bytes, directory: Path, trials: int = 3, seed: int = 0, sanitize: bool = False
 ) -> list[tuple[list[np.ndarray], list[np.ndarray]]]:
-    """(ours, TFLM's) outputs for `trials` random inputs."""
+    """(ours, TFLM's) outputs for `trials` random inputs; `sanitize`: our C built with
+    AddressSanitizer and UndefinedBehaviorSanitizer."""
     from tflite_micro.python.tflite_micro import runtime
 
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / "model.tflite"
     path.write_bytes(model)
-    compiled = compile_model(path, directory)
+    compiled = compile_model(path, directory, sanitize=sanitize)
     interpreter = runtime.Interpreter.from_file(str(path), arena_size=1 << 22)
     rng = np.random.default_rng(seed)
     results = []
@@ -46,9 +47,11 @@ def run_both(
     return results
 
 
-def assert_matches(model: bytes, directory: Path, trials: int = 3, seed: int = 0) -> None:
+def assert_matches(
+    model: bytes, directory: Path, trials: int = 3, seed: int = 0, sanitize: bool = False
+) -> None:
     """int8 outputs byte for byte, float outputs within 1e-5 relative."""
-    for ours, reference in run_both(model, directory, trials, seed):
+    for ours, reference in run_both(model, directory, trials, seed, sanitize):
         assert len(ours) == len(reference)
         for mine, theirs in zip(ours, reference, strict=True):
             assert mine.shape == tuple(theirs.shape)
@@ -58,13 +61,15 @@ def assert_matches(model: bytes, directory: Path, trials: int = 3, seed: int = 0
                 np.testing.assert_allclose(mine, theirs, rtol=1e-5, atol=1e-6)
 
 
-def assert_all_match(models: dict[str, bytes], directory: Path, trials: int = 3) -> None:
+def assert_all_match(
+    models: dict[str, bytes], directory: Path, trials: int = 3, sanitize: bool = False
+) -> None:
     """`assert_matches` on several models, compiled two at a time; names the failing ones."""
 
     def check(item: tuple[str, bytes]) -> str | None:
         name, model = item
         try:
-            assert_matches(model, directory / name, trials)
+            assert_matches(model, directory / name, trials, sanitize=sanitize)
         except Exception as error:  # a build failure of one model must not hide the others
             return f"{name}: {error}"
         return None

@@ -230,12 +230,30 @@ def pad_layer(context: OperatorContext) -> None:
         padded = np.pad(context.constant(0), paddings.astype(np.int64), constant_values=value)
         set_folded(context, 0, padded)
         return
+    shape, out_shape, offsets = _merge_unpadded(source.shape, output.shape, before)
     pad(
         context.module,
         context.name,
-        memref_of(source.shape, dtype),
-        memref_of(output.shape, dtype),
-        before,
+        memref_of(shape, dtype),
+        memref_of(out_shape, dtype),
+        offsets,
         value,
     )
-    context.call([context.value(0)], [context.result()])
+    context.call(
+        [context.view(context.value(0), shape)], [context.view(context.result(), out_shape)]
+    )
+
+
+def _merge_unpadded(
+    shape: Sequence[int], out_shape: Sequence[int], before: Sequence[int]
+) -> tuple[tuple[int, ...], tuple[int, ...], list[int]]:
+    """The input and output shapes and the padding before, with the unpadded trailing
+    dimensions merged into the last padded one (padding H and W of NHWC copies whole rows)."""
+    padded = [dim for dim in range(len(shape)) if out_shape[dim] != shape[dim]]
+    last = padded[-1] if padded else 0
+    inner = math.prod(shape[last + 1 :])
+    return (
+        (*shape[:last], shape[last] * inner),
+        (*out_shape[:last], out_shape[last] * inner),
+        [*before[:last], before[last] * inner],
+    )
