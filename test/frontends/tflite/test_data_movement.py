@@ -19,6 +19,7 @@ requires_tflm = pytest.mark.skipif(
     reason="the reference runs need tflite-micro",
 )
 oracle = load_file(Path(__file__).parent / "tflm_oracle.py")
+ModelSpec = oracle.ModelSpec
 
 INT8_Q = {"scales": [0.05], "zero_points": [-3]}
 
@@ -37,7 +38,7 @@ def constant(name: str, values: np.ndarray, quant: dict | None = None) -> Tensor
 
 def concat_model(
     dtype: type, shapes: list[tuple[int, ...]], axis: int, constant_input: int = -1
-) -> bytes:
+) -> ModelSpec:
     rng = np.random.default_rng(len(shapes) + axis)
     rank = len(shapes[0])
     positive = axis % rank
@@ -62,7 +63,7 @@ def concat_model(
         "ConcatenationOptions",
         {"Axis": axis},
     )
-    return write_model(tensors, [op], inputs, [len(shapes)])
+    return oracle.ModelSpec(tensors, [op], inputs, [len(shapes)])
 
 
 def pad_model(
@@ -70,7 +71,7 @@ def pad_model(
     shape: tuple[int, ...],
     paddings: list[tuple[int, int]],
     value: float | int | None = None,
-) -> bytes:
+) -> ModelSpec:
     out_shape = tuple(d + a + b for d, (a, b) in zip(shape, paddings, strict=True))
     tensors = [
         activation("x", dtype, shape),
@@ -87,7 +88,7 @@ def pad_model(
             tensors.append(constant("v", np.array([value], dtype=np.float32)))
         inputs.append(3)
     options = "PadV2Options" if opcode == "PADV2" else "PadOptions"
-    return write_model(tensors, [OperatorSpec(opcode, inputs, [2], options)], [0], [2])
+    return oracle.ModelSpec(tensors, [OperatorSpec(opcode, inputs, [2], options)], [0], [2])
 
 
 def mean_model(
@@ -96,7 +97,7 @@ def mean_model(
     axes: list[int],
     keep_dims: bool,
     out_quant: dict | None = None,
-) -> bytes:
+) -> ModelSpec:
     rank = len(shape)
     reduced = {a % rank for a in axes}
     if keep_dims:
@@ -109,7 +110,7 @@ def mean_model(
         activation("y", dtype, out_shape, out_quant),
     ]
     op = OperatorSpec("MEAN", [0, 1], [2], "ReducerOptions", {"KeepDims": keep_dims})
-    return write_model(tensors, [op], [0], [2])
+    return oracle.ModelSpec(tensors, [op], [0], [2])
 
 
 def slice_model(
@@ -120,7 +121,7 @@ def slice_model(
     strides: list[int],
     out_shape: tuple[int, ...],
     **masks: int,
-) -> bytes:
+) -> ModelSpec:
     """`masks`: StridedSliceOptions fields (BeginMask, EndMask, ShrinkAxisMask, ...)."""
     tensors = [
         activation("x", dtype, shape),
@@ -130,10 +131,10 @@ def slice_model(
         activation("y", dtype, out_shape),
     ]
     op = OperatorSpec("STRIDED_SLICE", [0, 1, 2, 3], [4], "StridedSliceOptions", masks)
-    return write_model(tensors, [op], [0], [4])
+    return oracle.ModelSpec(tensors, [op], [0], [4])
 
 
-def pack_model(dtype: type, shape: tuple[int, ...], count: int, axis: int) -> bytes:
+def pack_model(dtype: type, shape: tuple[int, ...], count: int, axis: int) -> ModelSpec:
     rank = len(shape) + 1
     positive = axis % rank
     out_shape = (*shape[:positive], count, *shape[positive:])
@@ -142,17 +143,17 @@ def pack_model(dtype: type, shape: tuple[int, ...], count: int, axis: int) -> by
     op = OperatorSpec(
         "PACK", list(range(count)), [count], "PackOptions", {"ValuesCount": count, "Axis": axis}
     )
-    return write_model(tensors, [op], list(range(count)), [count])
+    return oracle.ModelSpec(tensors, [op], list(range(count)), [count])
 
 
-def unpack_model(dtype: type, shape: tuple[int, ...], axis: int) -> bytes:
+def unpack_model(dtype: type, shape: tuple[int, ...], axis: int) -> ModelSpec:
     count = shape[axis]
     part = tuple(d for a, d in enumerate(shape) if a != axis % len(shape))
     tensors = [activation("x", dtype, shape)]
     tensors += [activation(f"y{k}", dtype, part) for k in range(count)]
     outputs = list(range(1, count + 1))
     op = OperatorSpec("UNPACK", [0], outputs, "UnpackOptions", {"Num": count, "Axis": axis})
-    return write_model(tensors, [op], [0], outputs)
+    return oracle.ModelSpec(tensors, [op], [0], outputs)
 
 
 @requires_tflm
@@ -304,7 +305,7 @@ def test_int8_concatenation_needs_equal_quantisation() -> None:
             ),
             "axis 2 is outside a 2-D tensor",
         ),
-        (pad_model(np.float32, (2, 3), [(1, -1), (0, 0)]), "negative paddings"),
+        (pad_model(np.float32, (2, 3), [(1, -1), (0, 0)]).model(), "negative paddings"),
         (
             write_model(
                 [
@@ -332,17 +333,19 @@ def test_int8_concatenation_needs_equal_quantisation() -> None:
             ),
             "input 1 (tensor 'axes' (index 1)) must be a constant",
         ),
-        (mean_model(np.float32, (2, 3), [2], True), "axis 2 is outside the 2-D input"),
+        (mean_model(np.float32, (2, 3), [2], True).model(), "axis 2 is outside the 2-D input"),
         (
-            slice_model(np.float32, (3, 4), [0, 0], [1, 4], [1, 1], (1, 4), Offset=True),
+            slice_model(np.float32, (3, 4), [0, 0], [1, 4], [1, 1], (1, 4), Offset=True).model(),
             "STRIDED_SLICE with offset=true is not supported",
         ),
         (
-            slice_model(np.float32, (3, 4), [1, 0], [2, 4], [-1, 1], (4,), ShrinkAxisMask=1),
+            slice_model(
+                np.float32, (3, 4), [1, 0], [2, 4], [-1, 1], (4,), ShrinkAxisMask=1
+            ).model(),
             "a shrunk axis has a negative stride",
         ),
         (
-            slice_model(np.float32, (3, 4), [0, 0], [3, 4], [1, 1], (3, 3)),
+            slice_model(np.float32, (3, 4), [0, 0], [3, 4], [1, 1], (3, 3)).model(),
             "the output shape [3, 3] should be [3, 4]",
         ),
     ],

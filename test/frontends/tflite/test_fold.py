@@ -25,6 +25,7 @@ from usmp_dialect.testing.module_file import load_file
 from usmp_dialect.testing.tflite_writer import OperatorSpec, TensorSpec, write_model
 
 oracle = load_file(Path(__file__).parent / "tflm_oracle.py")
+ModelSpec = oracle.ModelSpec
 
 
 def i32(name: str, values: object) -> TensorSpec:
@@ -34,14 +35,14 @@ def i32(name: str, values: object) -> TensorSpec:
 
 def concat_with_input(
     tensors: list[TensorSpec], ops: list[OperatorSpec], folded: int, width: int
-) -> bytes:
+) -> ModelSpec:
     """The model `concat(x, folded tensor)` along axis 1, x a float [1, 3] input (tensor 0)."""
     output = len(tensors)
     tensors = [*tensors, TensorSpec("y", np.float32, (1, 3 + width))]
     concat = OperatorSpec(
         "CONCATENATION", [0, folded], [output], "ConcatenationOptions", {"Axis": 1}
     )
-    return write_model(tensors, [*ops, concat], [0], [output])
+    return ModelSpec(tensors, [*ops, concat], [0], [output])
 
 
 def keras_chain() -> bytes:
@@ -85,7 +86,7 @@ def test_keras_reshape_chain_folds_to_a_view(tmp_path: Path) -> None:
     oracle.assert_matches(model, tmp_path)
 
 
-def folded_models() -> dict[str, bytes]:
+def folded_models() -> dict[str, ModelSpec]:
     """Models whose folded constant is concatenated to the input (tensor 0), so the folded
     values reach the output."""
     x = TensorSpec("x", np.float32, (1, 3))
@@ -155,7 +156,7 @@ def test_folded_constants_match_tflm(tmp_path: Path) -> None:
     pytest.importorskip("tflite_micro", reason="the reference runs need tflite-micro")
     models = folded_models()
     for name, model in models.items():  # nothing but the concatenation is left
-        module = import_tflite(model, f"{name}.tflite")
+        module = import_tflite(model.model(), f"{name}.tflite")
         functions = [op.sym_name.data for op in module.ops if isinstance(op, func.FuncOp)]
         assert len(functions) == 2, (name, functions)
     oracle.assert_all_match(models, tmp_path, trials=1)
@@ -191,7 +192,7 @@ def test_gather_and_range_fold_as_tflite_computes(tmp_path: Path) -> None:
         11,
         6,
     )
-    oracle.assert_matches_litert(model, tmp_path)
+    oracle.assert_matches_litert(model.model(), tmp_path)
 
 
 def strided_slice_model(

@@ -1,15 +1,51 @@
-"""Runs a model written with `tflite_writer` through our C and through TensorFlow Lite Micro on
-seeded random inputs and returns both outputs (the test files beside this one compare them)."""
+"""Runs models written with `tflite_writer` through our C and through TensorFlow Lite Micro on
+seeded random inputs and compares the outputs. The variants of one test are merged into one
+model (`merge`: independent subgraphs side by side), so each test compiles one C program."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
 
 from usmp_dialect.testing.model_runner import compile_model
+from usmp_dialect.testing.tflite_writer import OperatorSpec, TensorSpec, write_model
+
+
+@dataclass
+class ModelSpec:
+    """What `write_model` takes: tensors, operators, graph inputs and outputs."""
+
+    tensors: list[TensorSpec]
+    operators: list[OperatorSpec]
+    inputs: list[int]
+    outputs: list[int]
+
+    def model(self) -> bytes:
+        return write_model(self.tensors, self.operators, self.inputs, self.outputs)
+
+
+def merge(parts: dict[str, ModelSpec]) -> bytes:
+    """One model computing every part; tensor names get the part's name as a prefix."""
+    tensors: list[TensorSpec] = []
+    operators: list[OperatorSpec] = []
+    inputs: list[int] = []
+    outputs: list[int] = []
+    for name, part in parts.items():
+        base = len(tensors)
+
+        def moved(indices: Sequence[int], base: int = base) -> list[int]:
+            return [index + base if index >= 0 else index for index in indices]
+
+        tensors += [replace(tensor, name=f"{name}_{tensor.name}") for tensor in part.tensors]
+        operators += [
+            replace(op, inputs=moved(op.inputs), outputs=moved(op.outputs)) for op in part.operators
+        ]
+        inputs += moved(part.inputs)
+        outputs += moved(part.outputs)
+    return write_model(tensors, operators, inputs, outputs)
 
 
 def random_inputs(ports: Sequence, rng: np.random.Generator) -> list[np.ndarray]:
@@ -22,11 +58,11 @@ def random_inputs(ports: Sequence, rng: np.random.Generator) -> list[np.ndarray]
     return arrays
 
 
-def run_both(
+def assert_matches(
     model: bytes, directory: Path, trials: int = 3, seed: int = 0, sanitize: bool = False
-) -> list[tuple[list[np.ndarray], list[np.ndarray]]]:
-    """(ours, TFLM's) outputs for `trials` random inputs; `sanitize`: our C built with
-    AddressSanitizer and UndefinedBehaviorSanitizer."""
+) -> None:
+    """Our outputs equal TFLM's on `trials` random inputs: int8 byte for byte, float within
+    1e-5 relative. `sanitize`: our C built with AddressSanitizer and UBSan."""
     from tflite_micro.python.tflite_micro import runtime
 
     directory.mkdir(parents=True, exist_ok=True)
@@ -35,48 +71,31 @@ def run_both(
     compiled = compile_model(path, directory, sanitize=sanitize)
     interpreter = runtime.Interpreter.from_file(str(path), arena_size=1 << 22)
     rng = np.random.default_rng(seed)
-    results = []
+    failures = []
     for _ in range(trials):
         arrays = random_inputs(compiled.inputs, rng)
         for position, array in enumerate(arrays):
             interpreter.set_input(array, position)
         interpreter.invoke()
-        reference = [interpreter.get_output(j).copy() for j in range(len(compiled.outputs))]
         ours, _ = compiled.run(arrays)
-        results.append((ours, reference))
-    return results
-
-
-def assert_matches(
-    model: bytes, directory: Path, trials: int = 3, seed: int = 0, sanitize: bool = False
-) -> None:
-    """int8 outputs byte for byte, float outputs within 1e-5 relative."""
-    for ours, reference in run_both(model, directory, trials, seed, sanitize):
-        assert len(ours) == len(reference)
-        for mine, theirs in zip(ours, reference, strict=True):
-            assert mine.shape == tuple(theirs.shape)
-            if mine.dtype == np.int8:
-                np.testing.assert_array_equal(mine, theirs)
-            else:
-                np.testing.assert_allclose(mine, theirs, rtol=1e-5, atol=1e-6)
+        for position, (port, mine) in enumerate(zip(compiled.outputs, ours, strict=True)):
+            theirs = interpreter.get_output(position)
+            try:
+                assert mine.shape == tuple(theirs.shape)
+                if mine.dtype == np.int8:
+                    np.testing.assert_array_equal(mine, theirs)
+                else:
+                    np.testing.assert_allclose(mine, theirs, rtol=1e-5, atol=1e-6)
+            except AssertionError as error:
+                failures.append(f"{port.name}: {error}")
+    assert not failures, "\n".join(failures)
 
 
 def assert_all_match(
-    models: dict[str, bytes], directory: Path, trials: int = 3, sanitize: bool = False
+    models: dict[str, ModelSpec], directory: Path, trials: int = 3, sanitize: bool = False
 ) -> None:
-    """`assert_matches` on several models, compiled two at a time; names the failing ones."""
-
-    def check(item: tuple[str, bytes]) -> str | None:
-        name, model = item
-        try:
-            assert_matches(model, directory / name, trials, sanitize=sanitize)
-        except Exception as error:  # a build failure of one model must not hide the others
-            return f"{name}: {error}"
-        return None
-
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        failures = [failure for failure in pool.map(check, models.items()) if failure]
-    assert not failures, "\n".join(failures)
+    """`assert_matches` on the merged models (failures name the output, prefixed by part)."""
+    assert_matches(merge(models), directory, trials, sanitize=sanitize)
 
 
 def litert_outputs(model: bytes, arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
