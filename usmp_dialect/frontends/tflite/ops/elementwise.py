@@ -19,6 +19,7 @@ from usmp_dialect.frontends.tflite.ops.common import (
     quantization,
     require_types,
 )
+from usmp_dialect.frontends.tflite.ops.fold import fold_constant_arithmetic
 from usmp_dialect.frontends.tflite.reader import Quantization, Tensor
 from usmp_dialect.kernels.activation import UnsupportedScale, int8_table
 from usmp_dialect.kernels.elementwise import (
@@ -112,6 +113,8 @@ def _quantized_mul(context: OperatorContext, activation: str) -> QuantizedMul:
 
 @operator("ADD", "SUB", "MUL")
 def binary_arithmetic(context: OperatorContext) -> None:
+    if fold_constant_arithmetic(context):  # shape arithmetic on constants
+        return
     opcode = context.op.opcode
     if len(context.op.inputs) != 2:
         raise context.fail(f"{len(context.op.inputs)} inputs, 2 expected")

@@ -1,0 +1,366 @@
+"""CONCATENATION, PACK, UNPACK, STRIDED_SLICE, SLICE, PAD, PADV2 and MEAN against TensorFlow Lite
+Micro: int8 byte for byte, float32 within 1e-5, on models written with `tflite_writer`."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from usmp_dialect.frontends.errors import ModelImportError
+from usmp_dialect.frontends.tflite.importer import import_tflite
+from usmp_dialect.testing.module_file import load_file
+from usmp_dialect.testing.tflite_writer import OperatorSpec, TensorSpec, write_model
+
+requires_tflm = pytest.mark.skipif(
+    importlib.util.find_spec("tflite_micro") is None,
+    reason="the reference runs need tflite-micro",
+)
+oracle = load_file(Path(__file__).parent / "tflm_oracle.py")
+ModelSpec = oracle.ModelSpec
+
+INT8_Q = {"scales": [0.05], "zero_points": [-3]}
+
+
+def activation(
+    name: str, dtype: type, shape: tuple[int, ...], quant: dict | None = None
+) -> TensorSpec:
+    if dtype is np.int8:
+        return TensorSpec(name, np.int8, shape, **(quant or INT8_Q))
+    return TensorSpec(name, np.float32, shape)
+
+
+def constant(name: str, values: np.ndarray, quant: dict | None = None) -> TensorSpec:
+    return TensorSpec(name, values.dtype, values.shape, data=values, **(quant or {}))
+
+
+def concat_model(
+    dtype: type, shapes: list[tuple[int, ...]], axis: int, constant_input: int = -1
+) -> ModelSpec:
+    rng = np.random.default_rng(len(shapes) + axis)
+    rank = len(shapes[0])
+    positive = axis % rank
+    out_shape = list(shapes[0])
+    out_shape[positive] = sum(s[positive] for s in shapes)
+    tensors = []
+    for k, shape in enumerate(shapes):
+        if k == constant_input:
+            if dtype is np.int8:
+                values = rng.integers(-128, 128, size=shape, dtype=np.int8)
+                tensors.append(constant(f"c{k}", values, INT8_Q))
+            else:
+                tensors.append(constant(f"c{k}", rng.standard_normal(shape).astype(np.float32)))
+        else:
+            tensors.append(activation(f"x{k}", dtype, shape))
+    tensors.append(activation("y", dtype, tuple(out_shape)))
+    inputs = [k for k in range(len(shapes)) if k != constant_input]
+    op = OperatorSpec(
+        "CONCATENATION",
+        list(range(len(shapes))),
+        [len(shapes)],
+        "ConcatenationOptions",
+        {"Axis": axis},
+    )
+    return oracle.ModelSpec(tensors, [op], inputs, [len(shapes)])
+
+
+def pad_model(
+    dtype: type,
+    shape: tuple[int, ...],
+    paddings: list[tuple[int, int]],
+    value: float | int | None = None,
+) -> ModelSpec:
+    out_shape = tuple(d + a + b for d, (a, b) in zip(shape, paddings, strict=True))
+    tensors = [
+        activation("x", dtype, shape),
+        constant("p", np.array(paddings, dtype=np.int32)),
+        activation("y", dtype, out_shape),
+    ]
+    inputs = [0, 1]
+    opcode = "PAD"
+    if value is not None:
+        opcode = "PADV2"
+        if dtype is np.int8:
+            tensors.append(constant("v", np.array([value], dtype=np.int8), INT8_Q))
+        else:
+            tensors.append(constant("v", np.array([value], dtype=np.float32)))
+        inputs.append(3)
+    options = "PadV2Options" if opcode == "PADV2" else "PadOptions"
+    return oracle.ModelSpec(tensors, [OperatorSpec(opcode, inputs, [2], options)], [0], [2])
+
+
+def mean_model(
+    dtype: type,
+    shape: tuple[int, ...],
+    axes: list[int],
+    keep_dims: bool,
+    out_quant: dict | None = None,
+) -> ModelSpec:
+    rank = len(shape)
+    reduced = {a % rank for a in axes}
+    if keep_dims:
+        out_shape = tuple(1 if a in reduced else d for a, d in enumerate(shape))
+    else:
+        out_shape = tuple(d for a, d in enumerate(shape) if a not in reduced)
+    tensors = [
+        activation("x", dtype, shape),
+        constant("axes", np.array(axes, dtype=np.int32)),
+        activation("y", dtype, out_shape, out_quant),
+    ]
+    op = OperatorSpec("MEAN", [0, 1], [2], "ReducerOptions", {"KeepDims": keep_dims})
+    return oracle.ModelSpec(tensors, [op], [0], [2])
+
+
+def slice_model(
+    dtype: type,
+    shape: tuple[int, ...],
+    begin: list[int],
+    end: list[int],
+    strides: list[int],
+    out_shape: tuple[int, ...],
+    **masks: int,
+) -> ModelSpec:
+    """`masks`: StridedSliceOptions fields (BeginMask, EndMask, ShrinkAxisMask, ...)."""
+    tensors = [
+        activation("x", dtype, shape),
+        constant("b", np.array(begin, dtype=np.int32)),
+        constant("e", np.array(end, dtype=np.int32)),
+        constant("s", np.array(strides, dtype=np.int32)),
+        activation("y", dtype, out_shape),
+    ]
+    op = OperatorSpec("STRIDED_SLICE", [0, 1, 2, 3], [4], "StridedSliceOptions", masks)
+    return oracle.ModelSpec(tensors, [op], [0], [4])
+
+
+def pack_model(dtype: type, shape: tuple[int, ...], count: int, axis: int) -> ModelSpec:
+    rank = len(shape) + 1
+    positive = axis % rank
+    out_shape = (*shape[:positive], count, *shape[positive:])
+    tensors = [activation(f"x{k}", dtype, shape) for k in range(count)]
+    tensors.append(activation("y", dtype, out_shape))
+    op = OperatorSpec(
+        "PACK", list(range(count)), [count], "PackOptions", {"ValuesCount": count, "Axis": axis}
+    )
+    return oracle.ModelSpec(tensors, [op], list(range(count)), [count])
+
+
+def unpack_model(dtype: type, shape: tuple[int, ...], axis: int) -> ModelSpec:
+    count = shape[axis]
+    part = tuple(d for a, d in enumerate(shape) if a != axis % len(shape))
+    tensors = [activation("x", dtype, shape)]
+    tensors += [activation(f"y{k}", dtype, part) for k in range(count)]
+    outputs = list(range(1, count + 1))
+    op = OperatorSpec("UNPACK", [0], outputs, "UnpackOptions", {"Num": count, "Axis": axis})
+    return oracle.ModelSpec(tensors, [op], [0], outputs)
+
+
+@requires_tflm
+@pytest.mark.parametrize("dtype", [np.int8, np.float32], ids=["int8", "float"])
+def test_concatenation_matches_tflm(dtype: type, tmp_path: Path) -> None:
+    models = {
+        "channels": concat_model(dtype, [(1, 3, 4, 2), (1, 3, 4, 5)], 3),
+        "negative_axis": concat_model(dtype, [(1, 3, 4, 2), (1, 3, 4, 1), (1, 3, 4, 3)], -1),
+        "height": concat_model(dtype, [(2, 2, 3, 2), (2, 5, 3, 2)], 1),
+        "batch_2d": concat_model(dtype, [(3, 4), (1, 4), (2, 4)], 0),
+        "constant_input": concat_model(dtype, [(1, 2, 3), (1, 2, 4)], 2, constant_input=0),
+    }
+    oracle.assert_all_match(models, tmp_path)
+
+
+@requires_tflm
+@pytest.mark.parametrize("dtype", [np.int8, np.float32], ids=["int8", "float"])
+def test_pad_matches_tflm(dtype: type, tmp_path: Path) -> None:
+    value = -7 if dtype is np.int8 else 1.5
+    models = {
+        "image": pad_model(dtype, (1, 4, 5, 3), [(0, 0), (1, 2), (2, 1), (0, 0)]),
+        "all_dims": pad_model(dtype, (2, 3, 2, 2), [(1, 0), (0, 2), (1, 1), (2, 1)]),
+        "2d": pad_model(dtype, (3, 4), [(2, 1), (0, 3)]),
+        "v2": pad_model(dtype, (1, 3, 3, 2), [(0, 0), (1, 1), (2, 0), (0, 1)], value),
+    }
+    oracle.assert_all_match(models, tmp_path)
+
+
+@requires_tflm
+@pytest.mark.parametrize("dtype", [np.int8, np.float32], ids=["int8", "float"])
+def test_mean_matches_tflm(dtype: type, tmp_path: Path) -> None:
+    requantised = {"scales": [0.021], "zero_points": [9]}
+    models = {
+        "spatial_keep": mean_model(dtype, (1, 5, 6, 4), [1, 2], True),
+        "spatial_drop": mean_model(dtype, (2, 5, 6, 4), [2, 1], False),
+        "requantised_spatial": mean_model(dtype, (1, 7, 3, 5), [1, 2], True, requantised),
+        "requantised_last": mean_model(dtype, (2, 3, 10), [-1], False, requantised),
+        "channels": mean_model(dtype, (1, 4, 4, 6), [3], True),
+        "outer": mean_model(dtype, (3, 4, 5), [0], False, requantised),
+        "all": mean_model(dtype, (4, 6), [0, 1], True, requantised),
+    }
+    oracle.assert_all_match(models, tmp_path)
+
+
+@requires_tflm
+@pytest.mark.parametrize("dtype", [np.int8, np.float32], ids=["int8", "float"])
+def test_strided_slice_of_activation_matches_tflm(dtype: type, tmp_path: Path) -> None:
+    models = {
+        "steps": slice_model(
+            dtype, (1, 6, 7, 3), [0, 1, 0, 0], [1, 6, 7, 3], [1, 2, 3, 1], (1, 3, 3, 3)
+        ),
+        "negative": slice_model(
+            dtype, (1, 5, 4, 3), [0, -1, 3, 0], [1, 0, 0, 2], [1, -1, -2, 1], (1, 4, 2, 2)
+        ),
+        "masks": slice_model(
+            dtype, (2, 5, 4), [1, 1, 0], [0, 4, 3], [1, 1, 1], (2, 3, 4), BeginMask=1, EndMask=5
+        ),
+        "shrink": slice_model(
+            dtype, (3, 4, 5), [1, 0, 2], [2, 4, 4], [1, 1, 1], (4, 2), ShrinkAxisMask=1
+        ),
+    }
+    oracle.assert_all_match(models, tmp_path)
+
+
+@requires_tflm
+@pytest.mark.parametrize("dtype", [np.int8, np.float32], ids=["int8", "float"])
+def test_pack_and_unpack_match_tflm(dtype: type, tmp_path: Path) -> None:
+    models = {
+        "pack_first": pack_model(dtype, (3, 4), 2, 0),
+        "pack_middle": pack_model(dtype, (3, 4), 3, 1),
+        "pack_last": pack_model(dtype, (2, 3), 2, -1),
+        "unpack_first": unpack_model(dtype, (3, 2, 4), 0),
+        "unpack_middle": unpack_model(dtype, (2, 3, 4), 1),
+    }
+    oracle.assert_all_match(models, tmp_path)
+
+
+@requires_tflm
+def test_kernels_are_clean_under_sanitizers(tmp_path: Path) -> None:
+    models = {
+        "concatenation": concat_model(np.int8, [(1, 2, 3, 2), (1, 2, 3, 3)], 3, constant_input=1),
+        "pad": pad_model(np.float32, (1, 3, 2, 2), [(0, 1), (2, 0), (1, 1), (0, 2)], 0.25),
+        "mean": mean_model(
+            np.int8, (1, 4, 3, 2), [1, 2], False, {"scales": [0.2], "zero_points": [1]}
+        ),
+        "strided_slice": slice_model(
+            np.int8, (1, 5, 4, 3), [0, -1, 3, 0], [1, 0, 0, 2], [1, -1, -2, 1], (1, 4, 2, 2)
+        ),
+        "unpack": unpack_model(np.float32, (2, 3, 2), 1),
+    }
+    oracle.assert_all_match(models, tmp_path, trials=1, sanitize=True)
+
+
+def import_error(model: bytes) -> str:
+    with pytest.raises(ModelImportError) as raised:
+        import_tflite(model, "bad.tflite")
+    message = str(raised.value)
+    assert "\n" not in message and message.startswith("bad.tflite: ")
+    return message
+
+
+def test_int8_concatenation_needs_equal_quantisation() -> None:
+    tensors = [
+        activation("a", np.int8, (1, 2)),
+        activation("b", np.int8, (1, 2), {"scales": [0.1], "zero_points": [-3]}),
+        activation("y", np.int8, (1, 4)),
+    ]
+    op = OperatorSpec("CONCATENATION", [0, 1], [2], "ConcatenationOptions", {"Axis": 1})
+    message = import_error(write_model(tensors, [op], [0, 1], [2]))
+    assert "tensor 'b' (index 1) has the quantisation (scale 0.1" in message
+    assert "int8 CONCATENATION needs them equal" in message
+
+
+@pytest.mark.parametrize(
+    ("model", "expected"),
+    [
+        (
+            write_model(
+                [activation("a", np.float32, (1, 2)), activation("y", np.float32, (1, 4))],
+                [
+                    OperatorSpec(
+                        "CONCATENATION",
+                        [0, 0],
+                        [1],
+                        "ConcatenationOptions",
+                        {"Axis": 1, "FusedActivationFunction": 1},
+                    )
+                ],
+                [0],
+                [1],
+            ),
+            "a fused activation on CONCATENATION is not supported",
+        ),
+        (
+            write_model(
+                [activation("a", np.float32, (1, 2)), activation("y", np.float32, (1, 5))],
+                [OperatorSpec("CONCATENATION", [0, 0], [1], "ConcatenationOptions", {"Axis": 1})],
+                [0],
+                [1],
+            ),
+            "the output shape [1, 5] should be [1, 4]",
+        ),
+        (
+            write_model(
+                [activation("a", np.float32, (1, 2)), activation("y", np.float32, (1, 4))],
+                [OperatorSpec("CONCATENATION", [0, 0], [1], "ConcatenationOptions", {"Axis": 2})],
+                [0],
+                [1],
+            ),
+            "axis 2 is outside a 2-D tensor",
+        ),
+        (pad_model(np.float32, (2, 3), [(1, -1), (0, 0)]).model(), "negative paddings"),
+        (
+            write_model(
+                [
+                    activation("x", np.int8, (2, 3)),
+                    constant("p", np.zeros((2, 2), np.int32)),
+                    activation("y", np.int8, (2, 3)),
+                    constant("v", np.array([1], np.int8), {"scales": [0.5], "zero_points": [0]}),
+                ],
+                [OperatorSpec("PADV2", [0, 1, 3], [2], "PadV2Options")],
+                [0],
+                [2],
+            ),
+            "tensor 'v' (index 3) has the quantisation",
+        ),
+        (
+            write_model(
+                [
+                    activation("x", np.float32, (2, 3)),
+                    activation("axes", np.float32, (1,)),
+                    activation("y", np.float32, (2, 1)),
+                ],
+                [OperatorSpec("MEAN", [0, 1], [2], "ReducerOptions", {"KeepDims": True})],
+                [0, 1],
+                [2],
+            ),
+            "input 1 (tensor 'axes' (index 1)) must be a constant",
+        ),
+        (mean_model(np.float32, (2, 3), [2], True).model(), "axis 2 is outside the 2-D input"),
+        (
+            slice_model(np.float32, (3, 4), [0, 0], [1, 4], [1, 1], (1, 4), Offset=True).model(),
+            "STRIDED_SLICE with offset=true is not supported",
+        ),
+        (
+            slice_model(
+                np.float32, (3, 4), [1, 0], [2, 4], [-1, 1], (4,), ShrinkAxisMask=1
+            ).model(),
+            "a shrunk axis has a negative stride",
+        ),
+        (
+            slice_model(np.float32, (3, 4), [0, 0], [3, 4], [1, 1], (3, 3)).model(),
+            "the output shape [3, 3] should be [3, 4]",
+        ),
+    ],
+    ids=[
+        "concat_activation",
+        "concat_shape",
+        "concat_axis",
+        "pad_negative",
+        "padv2_value_quantisation",
+        "mean_axes_not_constant",
+        "mean_axis_range",
+        "slice_offset",
+        "slice_negative_shrink",
+        "slice_shape",
+    ],
+)
+def test_unsupported_variants_fail_clearly(model: bytes, expected: str) -> None:
+    assert expected in import_error(model)

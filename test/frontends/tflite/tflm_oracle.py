@@ -1,0 +1,123 @@
+"""Runs models written with `tflite_writer` through our C and through TensorFlow Lite Micro on
+seeded random inputs and compares the outputs. The variants of one test are merged into one
+model (`merge`: independent subgraphs side by side), so each test compiles one C program."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import numpy as np
+
+from usmp_dialect.testing.model_runner import compile_model
+from usmp_dialect.testing.tflite_writer import OperatorSpec, TensorSpec, write_model
+
+
+@dataclass
+class ModelSpec:
+    """What `write_model` takes: tensors, operators, graph inputs and outputs."""
+
+    tensors: list[TensorSpec]
+    operators: list[OperatorSpec]
+    inputs: list[int]
+    outputs: list[int]
+
+    def model(self) -> bytes:
+        return write_model(self.tensors, self.operators, self.inputs, self.outputs)
+
+
+def merge(parts: dict[str, ModelSpec]) -> bytes:
+    """One model computing every part; tensor names get the part's name as a prefix."""
+    tensors: list[TensorSpec] = []
+    operators: list[OperatorSpec] = []
+    inputs: list[int] = []
+    outputs: list[int] = []
+    for name, part in parts.items():
+        base = len(tensors)
+
+        def moved(indices: Sequence[int], base: int = base) -> list[int]:
+            return [index + base if index >= 0 else index for index in indices]
+
+        tensors += [replace(tensor, name=f"{name}_{tensor.name}") for tensor in part.tensors]
+        operators += [
+            replace(op, inputs=moved(op.inputs), outputs=moved(op.outputs)) for op in part.operators
+        ]
+        inputs += moved(part.inputs)
+        outputs += moved(part.outputs)
+    return write_model(tensors, operators, inputs, outputs)
+
+
+def random_inputs(ports: Sequence, rng: np.random.Generator) -> list[np.ndarray]:
+    arrays = []
+    for port in ports:
+        if port.dtype == np.int8:
+            arrays.append(rng.integers(-128, 128, size=port.shape, dtype=np.int8))
+        else:
+            arrays.append(rng.standard_normal(port.shape).astype(np.float32))
+    return arrays
+
+
+def assert_matches(
+    model: bytes, directory: Path, trials: int = 3, seed: int = 0, sanitize: bool = False
+) -> None:
+    """Our outputs equal TFLM's on `trials` random inputs: int8 byte for byte, float within
+    1e-5 relative. `sanitize`: our C built with AddressSanitizer and UBSan."""
+    from tflite_micro.python.tflite_micro import runtime
+
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / "model.tflite"
+    path.write_bytes(model)
+    compiled = compile_model(path, directory, sanitize=sanitize)
+    interpreter = runtime.Interpreter.from_file(str(path), arena_size=1 << 22)
+    rng = np.random.default_rng(seed)
+    failures = []
+    for _ in range(trials):
+        arrays = random_inputs(compiled.inputs, rng)
+        for position, array in enumerate(arrays):
+            interpreter.set_input(array, position)
+        interpreter.invoke()
+        ours, _ = compiled.run(arrays)
+        for position, (port, mine) in enumerate(zip(compiled.outputs, ours, strict=True)):
+            theirs = interpreter.get_output(position)
+            try:
+                assert mine.shape == tuple(theirs.shape)
+                if mine.dtype == np.int8:
+                    np.testing.assert_array_equal(mine, theirs)
+                else:
+                    np.testing.assert_allclose(mine, theirs, rtol=1e-5, atol=1e-6)
+            except AssertionError as error:
+                failures.append(f"{port.name}: {error}")
+    assert not failures, "\n".join(failures)
+
+
+def assert_all_match(
+    models: dict[str, ModelSpec], directory: Path, trials: int = 3, sanitize: bool = False
+) -> None:
+    """`assert_matches` on the merged models (failures name the output, prefixed by part)."""
+    assert_matches(merge(models), directory, trials, sanitize=sanitize)
+
+
+def litert_outputs(model: bytes, arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
+    """TensorFlow Lite's reference kernels (for operators TFLite Micro lacks, e.g. RANGE)."""
+    from ai_edge_litert.interpreter import Interpreter, OpResolverType
+
+    interpreter = Interpreter(
+        model_content=model, experimental_op_resolver_type=OpResolverType.BUILTIN_REF
+    )
+    interpreter.allocate_tensors()
+    for detail, array in zip(interpreter.get_input_details(), arrays, strict=True):
+        interpreter.set_tensor(detail["index"], array)
+    interpreter.invoke()
+    return [interpreter.get_tensor(d["index"]).copy() for d in interpreter.get_output_details()]
+
+
+def assert_matches_litert(model: bytes, directory: Path, seed: int = 0) -> None:
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / "model.tflite"
+    path.write_bytes(model)
+    compiled = compile_model(path, directory)
+    arrays = random_inputs(compiled.inputs, np.random.default_rng(seed))
+    ours, _ = compiled.run(arrays)
+    for mine, theirs in zip(ours, litert_outputs(model, arrays), strict=True):
+        np.testing.assert_array_equal(mine, theirs)

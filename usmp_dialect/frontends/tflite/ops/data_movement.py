@@ -1,0 +1,259 @@
+"""Data movement on activations, int8 and float32: CONCATENATION, PACK, UNPACK, STRIDED_SLICE,
+SLICE, PAD and PADV2. Each is folded with numpy when all its inputs are constants (`fold`).
+
+int8 data movement copies bytes, as TFLite Micro does, so it needs the same quantisation on
+every input and the output (TFLite Micro's CONCATENATION does not requantise either; a model
+whose quantisations differ is refused rather than silently reinterpreted).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+import tflite
+
+from usmp_dialect.frontends.tflite.importer import OperatorContext, operator
+from usmp_dialect.frontends.tflite.ops.common import INT8, quantization, require_types
+from usmp_dialect.frontends.tflite.ops.fold import (
+    SliceSpec,
+    all_constant,
+    fold_concatenation,
+    fold_pack,
+    fold_unpack,
+    set_folded,
+    slice_spec,
+    sliced,
+    strided_slice_spec,
+)
+from usmp_dialect.frontends.tflite.reader import Tensor
+from usmp_dialect.kernels.data_movement import Box, Operand, concatenation, pad, strided_copies
+from usmp_dialect.kernels.module import memref_of
+
+
+def same_quantization(context: OperatorContext, tensors: Sequence[Tensor], output: Tensor) -> None:
+    """int8 tensors that are copied byte for byte must share the output's quantisation."""
+    if output.dtype != INT8:
+        return
+    expected = quantization(context, output)
+    for tensor in tensors:
+        quant = quantization(context, tensor)
+        if (quant.scale, quant.zero_point) != (expected.scale, expected.zero_point):
+            raise context.fail(
+                f"{tensor.describe()} has the quantisation (scale {quant.scale}, zero point "
+                f"{quant.zero_point}), the output (scale {expected.scale}, zero point "
+                f"{expected.zero_point}); int8 {context.op.opcode} needs them equal"
+            )
+
+
+def _axis(context: OperatorContext, axis: int, rank: int) -> int:
+    if not -rank <= axis < rank:
+        raise context.fail(f"axis {axis} is outside a {rank}-D tensor")
+    return axis % rank
+
+
+def _inputs(context: OperatorContext) -> list[Tensor]:
+    return [context.tensor(position) for position in range(len(context.op.inputs))]
+
+
+def _check_shape(context: OperatorContext, output: Tensor, expected: Sequence[int]) -> None:
+    if tuple(output.shape) != tuple(expected):
+        raise context.fail(
+            f"the output shape {list(output.shape)} should be {list(expected)} for these inputs"
+        )
+
+
+def _side_by_side(context: OperatorContext, outer: int, widths: Sequence[int]) -> None:
+    """Emits and calls the kernel placing input k (seen as `[outer, widths[k]]`) next to the
+    others along dimension 1 of the output (seen as `[outer, sum(widths)]`)."""
+    output = context.tensor(0, output=True)
+    operands: list[Operand] = []
+    values = []
+    for position, width in enumerate(widths):
+        tensor = context.tensor(position)
+        if context.is_constant(position):
+            array = context.constant(position).reshape(outer, width)
+            operands.append(context.module.constant(f"{context.name}_input{position}", array))
+        else:
+            operands.append(memref_of((outer, width), tensor.dtype))
+            values.append(context.view(context.value(position), (outer, width)))
+    total = sum(widths)
+    concatenation(context.module, context.name, operands, memref_of((outer, total), output.dtype))
+    context.call(values, [context.view(context.result(), (outer, total))])
+
+
+@operator("CONCATENATION")
+def concatenation_layer(context: OperatorContext) -> None:
+    options = context.op.option(tflite.ConcatenationOptions)
+    if options is not None and options.FusedActivationFunction() != 0:
+        raise context.fail("a fused activation on CONCATENATION is not supported")
+    output = context.tensor(0, output=True)
+    inputs = _inputs(context)
+    axis = _axis(context, options.Axis() if options is not None else 0, len(output.shape))
+    for tensor in inputs:
+        shape = tensor.shape
+        if len(shape) != len(output.shape) or any(
+            shape[d] != output.shape[d] for d in range(len(shape)) if d != axis
+        ):
+            raise context.fail(
+                f"{tensor.describe()} of shape {list(shape)} does not fit the output "
+                f"{list(output.shape)} along axis {axis}"
+            )
+    expected = list(output.shape)
+    expected[axis] = sum(tensor.shape[axis] for tensor in inputs)
+    _check_shape(context, output, expected)
+    if all_constant(context):
+        fold_concatenation(context, axis)
+        return
+    require_types(context, *inputs, output)
+    same_quantization(context, inputs, output)
+    outer = math.prod(output.shape[:axis])
+    inner = math.prod(output.shape[axis + 1 :])
+    _side_by_side(context, outer, [tensor.shape[axis] * inner for tensor in inputs])
+
+
+@operator("PACK")
+def pack(context: OperatorContext) -> None:
+    options = context.op.option(tflite.PackOptions)
+    inputs = _inputs(context)
+    output = context.tensor(0, output=True)
+    shape = inputs[0].shape
+    if any(tensor.shape != shape for tensor in inputs):
+        raise context.fail("PACK needs inputs of one shape")
+    if options is not None and options.ValuesCount() not in (0, len(inputs)):
+        raise context.fail(f"values_count {options.ValuesCount()} for {len(inputs)} inputs")
+    axis = _axis(context, options.Axis() if options is not None else 0, len(shape) + 1)
+    _check_shape(context, output, [*shape[:axis], len(inputs), *shape[axis:]])
+    if all_constant(context):
+        fold_pack(context, axis)
+        return
+    require_types(context, *inputs, output)
+    same_quantization(context, inputs, output)
+    outer, inner = math.prod(shape[:axis]), math.prod(shape[axis:])
+    _side_by_side(context, outer, [inner] * len(inputs))
+
+
+@operator("UNPACK")
+def unpack(context: OperatorContext) -> None:
+    options = context.op.option(tflite.UnpackOptions)
+    source = context.tensor(0)
+    shape = source.shape
+    axis = _axis(context, options.Axis() if options is not None else 0, len(shape))
+    count = shape[axis]
+    if len(context.op.outputs) != count or (
+        options is not None and options.Num() not in (0, count)
+    ):
+        raise context.fail(f"UNPACK of {count} values along axis {axis} needs {count} outputs")
+    outputs = [context.tensor(k, output=True) for k in range(count)]
+    for output in outputs:
+        _check_shape(context, output, [*shape[:axis], *shape[axis + 1 :]])
+    if context.is_constant(0):
+        fold_unpack(context, axis)
+        return
+    require_types(context, source, *outputs)
+    same_quantization(context, [source], outputs[0])
+    outer, inner = math.prod(shape[:axis]), math.prod(shape[axis + 1 :])
+    part = memref_of((outer, 1, inner), source.dtype)
+    strided_copies(
+        context.module,
+        context.name,
+        memref_of((outer, count, inner), source.dtype),
+        [(part, Box.dense((0, k, 0), (outer, 1, inner))) for k in range(count)],
+    )
+    context.call(
+        [context.view(context.value(0), (outer, count, inner))],
+        [context.view(context.result(k), (outer, 1, inner)) for k in range(count)],
+    )
+
+
+def _slice(context: OperatorContext, spec: SliceSpec) -> None:
+    source, output = context.tensor(0), context.tensor(0, output=True)
+    _check_shape(context, output, spec.out_shape)
+    if context.is_constant(0):
+        set_folded(context, 0, sliced(context.constant(0), spec))
+        return
+    require_types(context, source, output)
+    same_quantization(context, [source], output)
+    starts, steps, extents = (tuple(column) for column in zip(*spec.boxes, strict=True))
+    if 0 in extents:
+        raise context.fail("the slice is empty")
+    box = Box(starts, steps, extents)
+    strided_copies(
+        context.module,
+        context.name,
+        memref_of(source.shape, source.dtype),
+        [(memref_of(extents, output.dtype), box)],
+    )
+    context.call([context.value(0)], [context.view(context.result(), extents)])
+
+
+@operator("STRIDED_SLICE")
+def strided_slice_layer(context: OperatorContext) -> None:
+    _slice(context, strided_slice_spec(context, context.tensor(0).shape))
+
+
+@operator("SLICE")
+def slice_layer(context: OperatorContext) -> None:
+    _slice(context, slice_spec(context, context.tensor(0).shape))
+
+
+@operator("PAD", "PADV2")
+def pad_layer(context: OperatorContext) -> None:
+    source, output = context.tensor(0), context.tensor(0, output=True)
+    rank = len(source.shape)
+    paddings = context.constant(1)
+    if paddings.dtype not in (np.int32, np.int64) or paddings.shape != (rank, 2):
+        raise context.fail(f"paddings must be an int32 [{rank}, 2] constant")
+    if (paddings < 0).any():
+        raise context.fail(f"negative paddings {paddings.tolist()} are not supported")
+    before = [int(p) for p in paddings[:, 0]]
+    _check_shape(
+        context,
+        output,
+        [d + int(a) + int(b) for d, (a, b) in zip(source.shape, paddings, strict=True)],
+    )
+    dtype = require_types(context, source, output)
+    same_quantization(context, [source], output)
+    value: int | float
+    if context.optional_tensor(2) is not None:
+        constant = context.constant(2)
+        if constant.size != 1 or constant.dtype != dtype:
+            raise context.fail(f"the pad value must be one {dtype.name} value")
+        same_quantization(context, [context.tensor(2)], output)
+        value = constant.reshape(()).item()
+    elif dtype == INT8:
+        value = quantization(context, output).zero_point
+    else:
+        value = 0.0
+    if context.is_constant(0):
+        padded = np.pad(context.constant(0), paddings.astype(np.int64), constant_values=value)
+        set_folded(context, 0, padded)
+        return
+    shape, out_shape, offsets = _merge_unpadded(source.shape, output.shape, before)
+    pad(
+        context.module,
+        context.name,
+        memref_of(shape, dtype),
+        memref_of(out_shape, dtype),
+        offsets,
+        value,
+    )
+    context.call(
+        [context.view(context.value(0), shape)], [context.view(context.result(), out_shape)]
+    )
+
+
+def _merge_unpadded(
+    shape: Sequence[int], out_shape: Sequence[int], before: Sequence[int]
+) -> tuple[tuple[int, ...], tuple[int, ...], list[int]]:
+    """The input and output shapes and the padding before, with the unpadded trailing
+    dimensions merged into the last padded one (padding H and W of NHWC copies whole rows)."""
+    padded = [dim for dim in range(len(shape)) if out_shape[dim] != shape[dim]]
+    last = padded[-1] if padded else 0
+    inner = math.prod(shape[last + 1 :])
+    return (
+        (*shape[:last], shape[last] * inner),
+        (*out_shape[:last], out_shape[last] * inner),
+        [*before[:last], before[last] * inner],
+    )

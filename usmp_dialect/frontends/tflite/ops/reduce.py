@@ -1,0 +1,50 @@
+"""MEAN over constant axes, int8 (TFLite Micro's requantisation, also when the input and output
+quantisations are equal) and float32."""
+
+from __future__ import annotations
+
+import numpy as np
+import tflite
+
+from usmp_dialect.frontends.tflite.importer import OperatorContext, operator
+from usmp_dialect.frontends.tflite.ops.common import INT8, quantization, require_types
+from usmp_dialect.kernels.fixed_point import quantize_multiplier
+from usmp_dialect.kernels.module import memref_of
+from usmp_dialect.kernels.reduce import QuantizedMean, mean
+
+
+@operator("MEAN")
+def mean_layer(context: OperatorContext) -> None:
+    options = context.op.option(tflite.ReducerOptions)
+    keep_dims = bool(options.KeepDims()) if options is not None else False
+    source, output = context.tensor(0), context.tensor(0, output=True)
+    dtype = require_types(context, source, output)
+    axis_values = context.constant(1)
+    if axis_values.dtype != np.int32:
+        raise context.fail(f"the axes are {axis_values.dtype.name}, int32 expected")
+    shape = source.shape
+    rank = len(shape)
+    axes: list[int] = []
+    for axis in axis_values.reshape(-1).tolist():
+        if not -rank <= axis < rank:
+            raise context.fail(f"axis {axis} is outside the {rank}-D input")
+        if axis % rank not in axes:
+            axes.append(axis % rank)
+    kept = tuple(1 if axis in axes else size for axis, size in enumerate(shape))
+    expected = kept if keep_dims else tuple(s for a, s in enumerate(shape) if a not in axes)
+    if tuple(output.shape) != expected:
+        raise context.fail(f"the output shape {list(output.shape)} should be {list(expected)}")
+    quantized = None
+    if dtype == INT8:
+        source_q, output_q = quantization(context, source), quantization(context, output)
+        multiplier, shift = quantize_multiplier(source_q.scale / output_q.scale)
+        quantized = QuantizedMean(source_q.zero_point, multiplier, shift, output_q.zero_point)
+    mean(
+        context.module,
+        context.name,
+        memref_of(shape, dtype),
+        memref_of(kept, dtype),
+        axes,
+        quantized,
+    )
+    context.call([context.value(0)], [context.view(context.result(), kept)])

@@ -1,0 +1,97 @@
+"""MEAN over a set of axes, as TFLite Micro's reference kernels compute it.
+
+Each output element's sum is a scalar accumulator (TFLite keeps a temporary sum per output;
+the order of the additions is the same: the reduced axes in row-major order). Then
+* float: `sum / (float)count`;
+* int8: `QuantizedMeanOrSum`, which TFLite Micro runs even when the input and output
+  quantisations are equal (its rounding differs from the truncating `reference_ops::Mean`):
+  `MultiplyByQuantizedMultiplier(sum - zp_in * count)` with the multiplier
+  `scale_in / scale_out` folded with `1 / count` (`mean_multiplier`), plus the output zero
+  point, clamped to int8.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from xdsl.dialects.builtin import IntegerType, MemRefType, f32, i32
+
+from usmp_dialect.kernels.builder import Value, finish, function
+from usmp_dialect.kernels.fixed_point import emit_multiply_by_quantized_multiplier, wrap32
+from usmp_dialect.kernels.module import ModelModule
+
+
+@dataclass(frozen=True)
+class QuantizedMean:
+    """int8 parameters: the zero points and TFLite's QuantizeMultiplier(scale_in / scale_out)."""
+
+    input_zero_point: int
+    multiplier: int
+    shift: int
+    output_zero_point: int
+
+
+def mean_multiplier(multiplier: int, shift: int, count: int) -> tuple[int, int]:
+    """`QuantizedMeanOrSum`'s multiplier and shift of a mean over `count` elements: the
+    multiplier shifted left by floor(log2(count)) (at most 32, and no further than a total
+    right shift of 31 allows) and divided by `count` (integer division)."""
+    extra = min(count.bit_length() - 1, 32, 31 + shift)
+    return (multiplier << extra) // count, shift - extra
+
+
+def mean(
+    module: ModelModule,
+    name: str,
+    input_type: MemRefType,
+    output_type: MemRefType,
+    axes: Sequence[int],
+    quantized: QuantizedMean | None,
+) -> None:
+    """Adds `@name(%input, %output)`; `output_type` has the input's rank with the reduced
+    `axes` (distinct, in [0, rank)) of extent 1."""
+    shape = input_type.get_shape()
+    rank = len(shape)
+    reduced = sorted(set(axes))
+    kept = [axis for axis in range(rank) if axis not in reduced]
+    count = 1
+    for axis in reduced:
+        count *= shape[axis]
+    element = output_type.element_type
+    integer = isinstance(element, IntegerType)
+    op, kernel, (source, target) = function(name, [("input", input_type), ("output", output_type)])
+
+    def body(kept_ivs: Sequence[Value]) -> None:
+        def reduce_level(depth: int, index: list[Value | int], total: Value) -> Value:
+            if depth == len(reduced):
+                x = kernel.load(source, index)
+                return kernel.add(total, kernel.cast(x, i32) if integer else x)
+
+            def step(iv: Value, carried: Sequence[Value]) -> list[Value]:
+                inner = list(index)
+                inner[reduced[depth]] = iv
+                return [reduce_level(depth + 1, inner, carried[0])]
+
+            (result,) = kernel.loop(0, shape[reduced[depth]], step, [total])
+            return result
+
+        index: list[Value | int] = [0] * rank
+        for axis, iv in zip(kept, kept_ivs, strict=True):
+            index[axis] = iv
+        start = kernel.constant(0, i32 if integer else f32)
+        total = reduce_level(0, index, start)
+        if not integer:
+            result = kernel.div(total, kernel.constant(float(count), f32))
+        else:
+            assert quantized is not None
+            multiplier, shift = mean_multiplier(quantized.multiplier, quantized.shift, count)
+            offset = kernel.sub(total, wrap32(quantized.input_zero_point * count))
+            scaled = emit_multiply_by_quantized_multiplier(kernel, offset, multiplier, shift)
+            shifted = kernel.add(scaled, quantized.output_zero_point)
+            result = kernel.cast(kernel.clamp(shifted, -128, 127), element)
+        output_index = [0 if axis in reduced else index[axis] for axis in range(rank)]
+        kernel.store(result, target, output_index)
+
+    kernel.loops([shape[axis] for axis in kept], body)
+    finish(kernel)
+    module.add(op)
