@@ -212,6 +212,19 @@ def test_broadcasting_constants_and_chains(tmp_path: Path, dtype: type) -> None:
 
 @needs_gcc
 @needs_tflm
+def test_float_arithmetic_on_constants_folds(tmp_path: Path) -> None:
+    data = _constant_sum_model()
+    module = import_tflite(data, "constant-sum.tflite")
+    assert [op.sym_name.data for op in module.ops if isinstance(op, func.FuncOp)] == [
+        "add_1",
+        "main",
+    ]
+    compiled = build(tmp_path, data)
+    assert_outputs_match(compiled, data, random_inputs(compiled, 0))
+
+
+@needs_gcc
+@needs_tflm
 def test_broadcasting_in_the_workspace_under_the_sanitizers(tmp_path: Path) -> None:
     model = broadcasting_model(np.int8)
     compiled = build(tmp_path, model.data(), sanitize=True)
@@ -366,12 +379,14 @@ def _binary_model(
     return model.data()
 
 
-def _constant_sum_model() -> bytes:
+def _constant_sum_model(dtype: type = np.float32) -> bytes:
+    """x + (c + c): the inner ADD of two constants (float: folded at import)."""
     model = Model()
-    x = model.input(np.float32, (3,))
-    ones = [model.tensor(np.float32, (3,), data=np.ones(3, np.float32)) for _ in range(2)]
-    total = model.op("ADD", ones, model.tensor(np.float32, (3,)), "NONE")
-    model.output(model.op("ADD", [x, total], model.tensor(np.float32, (3,)), "NONE"))
+    quantization = Q if dtype == np.int8 else None
+    x = model.input(dtype, (3,), quantization)
+    ones = [model.tensor(dtype, (3,), quantization, data=np.ones(3, dtype)) for _ in range(2)]
+    total = model.op("ADD", ones, model.tensor(dtype, (3,), quantization), "NONE")
+    model.output(model.op("ADD", [x, total], model.tensor(dtype, (3,), quantization), "NONE"))
     return model.data()
 
 
@@ -400,7 +415,7 @@ ERRORS = [
         ),
         "the output shape [4] is not the broadcast [4, 3] of the inputs [4, 1] and [3]",
     ),
-    (_constant_sum_model(), "ADD (operator 0): both inputs are constants"),
+    (_constant_sum_model(np.int8), "ADD (operator 0): both inputs are constants"),
     (
         _binary_model((np.int8, (4,), Q), (np.int8, (4,), Q), (np.int8, (4,), (1e-9, 0))),
         "the output multiplier",
