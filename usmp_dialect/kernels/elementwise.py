@@ -180,11 +180,11 @@ def binary(
         if operand.constant is None
     ]
     op, kernel, values = function(name, [*arguments, ("output", output_type)])
-    remaining = list(values[:-1])
+    arguments_left = iter(values[:-1])
     sources = [
         kernel.get_global(operand.constant, operand.type_)
         if operand.constant is not None
-        else remaining.pop(0)
+        else next(arguments_left)
         for operand in operands
     ]
     target = values[-1]
