@@ -1,15 +1,20 @@
-"""Memory and compile time of the real networks: `usmp-opt MODEL.mlir -p PIPELINE -t c`.
+"""Memory and compile time of real and generated TFLite models through `usmp-opt ... -t c`.
 
-Run by hand (not in CI), from the checkout with the virtualenv active:
+Run by hand (not in CI), from the checkout with the virtualenv active (`pip install -e '.[test]'`):
 
-    python benchmarks/models.py                                # kws, vww, resnet8, ad, mobilenetv2
-    python benchmarks/models.py --models kws,resnet8 --time-limit 10
+    python benchmarks/models.py                     # examples/mlperf_tiny/*.tflite + mobilenetv2
+    python benchmarks/models.py --models kws_ref_model,mobilenetv2 --time-limit 10
+    python benchmarks/models.py --models path/to/model.tflite
     python benchmarks/models.py --hill-climb-time-limit 600    # let hill_climb finish its attempts
 
-The models are `usmp_dialect.models.build(name, seed=0)` (the same text as `examples/NAME.mlir`),
-compiled with the pipeline of the README:
-`usmp-import-memref,convert-linalg-to-loops,usmp{algorithm=auto time-limit=T report=...}`.
-Each model runs in a fresh subprocess (its peak RSS is its own). Inside it:
+A model is a `.tflite` path, the name of one in examples/mlperf_tiny (the real MLPerf Tiny
+models), or `mobilenetv2`: `usmp_dialect.models.build("mobilenetv2", seed=0)` (1.0, 224x224,
+1000 classes, random weights; `python -m usmp_dialect.models mobilenetv2 -o FILE` writes the
+same file). Each is compiled with the pipeline of the README:
+`usmp-import-memref,convert-linalg-to-loops,usmp{algorithm=auto time-limit=T report=...}`
+(U1: the model's inputs and outputs are outside the workspace; `benchmarks/tflite_models.py`
+counts them inside, as TFLM does, and compares with TFLM). Each model runs in a fresh
+subprocess (its peak RSS is its own). Inside it:
 
 * Memory. The module after import and lowering is cloned; on the clone, the planning problem is
   built exactly as `usmp-plan` builds it (`usmp-assign-pools`, the liveness analysis,
@@ -18,13 +23,14 @@ Each model runs in a fresh subprocess (its peak RSS is its own). Inside it:
   (a max-clique of live bytes, the `lower_bound_bytes` of the plan report), next to the
   analysis' memory pressure. `no_reuse` (no two buffers share a byte) is the unplanned program.
 * Time. The real pipeline runs in-process through xDSL's own APIs, the steps timed apart as
-  `usmp-opt` runs them: `Parser.parse_module`, the module verification that `usmp-opt` does
-  before the passes and after each pass, `usmp-import-memref` + `convert-linalg-to-loops`, the
-  `usmp` pass (assign pools, analysis, plan with `auto`, write the JSON report, convert to pool
-  offsets; the planning share is the report's `plan_time_s`), and `CTarget.emit` (`-t c`). Its
-  report is checked against the `auto` row of the memory table.
-* `--svg-model` (default kws): `usmp-plan{algorithm=auto svg=...}` on the clone writes the
-  memory map to `benchmarks/results/NAME_memory_map.svg`.
+  `usmp-opt` runs them: the TFLite frontend (`usmp-opt`'s own, reading the flatbuffer and
+  building the IR), the module verification that `usmp-opt` does before the passes and after
+  each pass, `usmp-import-memref` + `convert-linalg-to-loops`, the `usmp` pass (assign pools,
+  analysis, plan with `auto`, write the JSON report, convert to pool offsets; the planning
+  share is the report's `plan_time_s`), and `CTarget.emit` (`-t c`). Its report is checked
+  against the `auto` row of the memory table.
+* `--svg-model` (default kws_ref_model): `usmp-plan{algorithm=auto svg=...}` on the clone
+  writes the memory map to `benchmarks/results/NAME_memory_map.svg`.
 
 Writes the Markdown tables to `benchmarks/results/models.md` (or `--output`).
 """
@@ -40,12 +46,14 @@ import sys
 import tempfile
 import time
 from dataclasses import asdict, dataclass, field
-from io import StringIO
+from io import BytesIO, StringIO
 from pathlib import Path
 from typing import Any
 
+ROOT = Path(__file__).resolve().parents[1]
 RESULTS_DIR = Path(__file__).parent / "results"
-DEFAULT_MODELS = ("kws", "vww", "resnet8", "ad", "mobilenetv2")
+REAL_MODELS_DIR = ROOT / "examples" / "mlperf_tiny"
+GENERATED = "mobilenetv2"
 ALGORITHMS = (
     "no_reuse",
     "greedy_by_size",
@@ -104,31 +112,30 @@ def _pool_indices(pools: list[Any]) -> tuple[int, int]:
 
 
 def measure_model(
-    name: str,
+    model: Path,
     algorithms: tuple[str, ...] = ALGORITHMS,
     time_limit_s: float = 10.0,
     hill_climb_time_limit_s: float = 600.0,
     svg_path: Path | None = None,
     seed: int = 0,
 ) -> ModelResult:
-    """Plans model `name` with every algorithm and times the `usmp-opt` pipeline (see the
-    module doc). `auto` always runs (the timed pipeline uses it)."""
-    from xdsl.parser import Parser
-
+    """Plans the `.tflite` file `model` with every algorithm and times the `usmp-opt` pipeline
+    (see the module doc). `auto` always runs (the timed pipeline uses it)."""
     from usmp_dialect.backend.c.target import CTarget
     from usmp_dialect.dialects.pool import module_pools
-    from usmp_dialect.models import build
     from usmp_dialect.passes.assign_pools import UsmpAssignPoolsPass
     from usmp_dialect.passes.extract_buffer_info import analyse
     from usmp_dialect.passes.plan import UsmpPlanPass, build_problem
     from usmp_dialect.planning import PlanOptions, solve
     from usmp_dialect.tools.usmp_opt import UsmpOptMain
 
-    text = build(name, seed=0).mlir
+    name = model.stem
+    data = model.read_bytes()
     with tempfile.TemporaryDirectory(prefix="usmp_models_") as workdir:
         report_path = Path(workdir) / "plan.json"
         spec = f'{LOWERING},usmp{{algorithm=auto time-limit={time_limit_s} report="{report_path}"}}'
-        driver = UsmpOptMain(args=["-p", spec, "-t", "c"])
+        driver = UsmpOptMain(args=[str(model), "-p", spec, "-t", "c"])
+        frontend = driver.available_frontends[model.suffix.lstrip(".")]
         ctx = driver.ctx
         passes = driver.pipeline.passes
         if [p.name for p in passes] != ["usmp-import-memref", "convert-linalg-to-loops", "usmp"]:
@@ -141,8 +148,8 @@ def measure_model(
             times["verify"] += time.perf_counter() - started
 
         started = time.perf_counter()
-        module = Parser(ctx, text, f"{name}.mlir").parse_module()
-        times["parse"] = time.perf_counter() - started
+        module = frontend(BytesIO(data))
+        times["frontend"] = time.perf_counter() - started
         verify(module)
         started = time.perf_counter()
         passes[0].apply(ctx, module)
@@ -164,7 +171,7 @@ def measure_model(
         sizes = [info.size_bytes for info in analysis.buffers]
         result = ModelResult(
             model=name,
-            input_bytes=len(text),
+            input_bytes=len(data),
             workspace_buffers=sum(kind != "constant" for kind in kinds),
             constant_buffers=kinds.count("constant"),
             workspace_buffer_bytes=sum(
@@ -218,7 +225,7 @@ def measure_model(
         report = json.loads(report_path.read_text())
     times["planning"] = report["plan_time_s"]
     times["total"] = sum(
-        times[key] for key in ("parse", "verify", "import", "lowering", "usmp", "c_print")
+        times[key] for key in ("frontend", "verify", "import", "lowering", "usmp", "c_print")
     )
     result.times_s = times
     result.c_bytes = len(output.getvalue())
@@ -236,12 +243,12 @@ def _load_avg() -> str:
     return " ".join(f"{load:.1f}" for load in os.getloadavg())
 
 
-def _run_worker(args: argparse.Namespace, name: str) -> dict[str, Any]:
+def _run_worker(args: argparse.Namespace, model: Path) -> dict[str, Any]:
     command = [
         sys.executable,
         __file__,
         "--worker",
-        name,
+        str(model),
         "--algorithms",
         ",".join(args.algorithms),
         "--time-limit",
@@ -249,8 +256,8 @@ def _run_worker(args: argparse.Namespace, name: str) -> dict[str, Any]:
         "--hill-climb-time-limit",
         str(args.hill_climb_time_limit),
     ]
-    if name == args.svg_model:
-        command += ["--svg", str(args.output.parent / f"{name}_memory_map.svg")]
+    if model.stem == args.svg_model:
+        command += ["--svg", str(args.output.parent / f"{model.stem}_memory_map.svg")]
     completed = subprocess.run(command, check=True, stdout=subprocess.PIPE, text=True)
     data: dict[str, Any] = json.loads(completed.stdout)
     return data
@@ -265,12 +272,15 @@ def _cell(row: dict[str, Any], bound: int) -> str:
 def _tables(results: list[dict[str, Any]], args: argparse.Namespace, loads: list[str]) -> str:
     algorithms = [a for a in ALGORITHMS if a in args.algorithms and a != "no_reuse"]
     lines = [
-        "# Real networks: memory and `usmp-opt` time",
+        "# TFLite models: memory and `usmp-opt` time",
         "",
-        "Written by `python benchmarks/models.py` (see its docstring for the method). Models:",
-        "`usmp_dialect.models.build(name, seed=0)` (= `examples/NAME.mlir`), int8, convolution",
-        "accumulators of one output row. Pipeline: "
-        f"`usmp-opt NAME.mlir -p '{LOWERING},usmp' -t c`.",
+        "Written by `python benchmarks/models.py` (see its docstring for the method). Models: "
+        "the MLPerf Tiny reference models of `examples/mlperf_tiny` and the generated "
+        "`mobilenetv2` (`python -m usmp_dialect.models mobilenetv2`: 1.0, 224x224, 1000 classes, "
+        "int8, random weights, seed 0). Pipeline: "
+        f"`usmp-opt MODEL.tflite -p '{LOWERING},usmp' -t c` (U1: the model's inputs and "
+        "outputs are outside the workspace; against TFLM's arena, with them inside: "
+        "`tflite_models.md`).",
         "",
         "## Workspace memory",
         "",
@@ -333,20 +343,22 @@ def _tables(results: list[dict[str, Any]], args: argparse.Namespace, loads: list
         "",
         "## `usmp-opt` time",
         "",
-        "Seconds, one run in-process through xDSL's APIs (`Parser`, the passes of "
+        "Seconds, one run in-process through xDSL's APIs (`usmp-opt`'s TFLite frontend, the "
+        "passes of "
         "`usmp-opt`'s own `PassPipeline`, `CTarget.emit`). *verify* = the module verifications "
-        "`usmp-opt` runs before the passes and after each pass; *import + lowering* = "
+        "`usmp-opt` runs before the passes and after each pass; *frontend* = reading the "
+        "flatbuffer and building the IR; *import + lowering* = "
         "`usmp-import-memref` + `convert-linalg-to-loops`; *usmp* = the whole `usmp` pass with "
         "`algorithm=auto` (of which *planning* is the report's `plan_time_s`).",
         "",
-        "| model | input KB | parse | verify | import + lowering | usmp (planning) | C print "
+        "| model | model KB | frontend | verify | import + lowering | usmp (planning) | C print "
         "| total | C KB | peak RSS MB | report = auto row |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
     for r in results:
         t = r["times_s"]
         lines.append(
-            f"| {r['model']} | {r['input_bytes'] / 1024:,.0f} | {t['parse']:.2f} | "
+            f"| {r['model']} | {r['input_bytes'] / 1024:,.0f} | {t['frontend']:.2f} | "
             f"{t['verify']:.2f} | {t['import'] + t['lowering']:.2f} "
             f"({t['import']:.2f} + {t['lowering']:.2f}) | {t['usmp']:.2f} ({t['planning']:.2f}) "
             f"| {t['c_print']:.2f} | {t['total']:.2f} | {r['c_bytes'] / 1024:,.0f} | "
@@ -396,9 +408,6 @@ def _tables(results: list[dict[str, Any]], args: argparse.Namespace, loads: list
             if auto_to_limit
             else []
         ),
-        "* TFLite Micro's arena for these models is not given: measuring it needs the TFLite "
-        "models and the TFLM interpreter, which this project does not have, so no number is "
-        "quoted.",
         "* The machine is shared (2 cores, other jobs running): load average "
         + "; ".join(loads)
         + " (1/5/15 min, before each model). Times are one run each, not medians: compare "
@@ -408,22 +417,45 @@ def _tables(results: list[dict[str, Any]], args: argparse.Namespace, loads: list
     return "\n".join(lines)
 
 
+def default_models() -> list[str]:
+    """Every real model of examples/mlperf_tiny, then the generated MobileNetV2."""
+    return [path.stem for path in sorted(REAL_MODELS_DIR.glob("*.tflite"))] + [GENERATED]
+
+
+def resolve_model(name: str, directory: Path) -> Path:
+    """The `.tflite` file of `name`: a path, a model of examples/mlperf_tiny, or the generated
+    MobileNetV2 (written into `directory`)."""
+    if name == GENERATED:
+        from usmp_dialect.models import build
+
+        path = directory / f"{GENERATED}.tflite"
+        path.write_bytes(build(GENERATED, seed=0).tflite)
+        return path
+    path = Path(name)
+    if path.suffix == ".tflite" and path.is_file():
+        return path
+    real = REAL_MODELS_DIR / f"{name}.tflite"
+    if real.is_file():
+        return real
+    raise SystemExit(
+        f"error: unknown model '{name}' (a .tflite file, {GENERATED}, or one of: "
+        f"{', '.join(default_models()[:-1])})"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--models", default=",".join(DEFAULT_MODELS))
+    parser.add_argument("--models", default=",".join(default_models()))
     parser.add_argument("--algorithms", default=",".join(ALGORITHMS))
     parser.add_argument("--time-limit", type=float, default=10.0)
     parser.add_argument("--hill-climb-time-limit", type=float, default=600.0)
-    parser.add_argument("--svg-model", default="kws", help="model whose memory map is written")
+    parser.add_argument(
+        "--svg-model", default="kws_ref_model", help="model whose memory map is written"
+    )
     parser.add_argument("--output", type=Path, default=RESULTS_DIR / "models.md")
-    parser.add_argument("--worker", help=argparse.SUPPRESS)
+    parser.add_argument("--worker", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--svg", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
-    from usmp_dialect.models import MODELS
-
-    unknown_models = sorted(set(args.models.split(",")) - set(MODELS))
-    if unknown_models:
-        parser.error(f"unknown models {unknown_models} (known: {', '.join(sorted(MODELS))})")
     args.algorithms = tuple(a for a in args.algorithms.split(",") if a)
     unknown = sorted(set(args.algorithms) - set(ALGORITHMS))
     if unknown:
@@ -440,12 +472,14 @@ def main() -> None:
         return
     results: list[dict[str, Any]] = []
     loads: list[str] = []
-    for name in args.models.split(","):
-        loads.append(f"{name} {_load_avg()}")
-        print(f"{name} (load {_load_avg()})", file=sys.stderr, flush=True)
-        results.append(_run_worker(args, name))
-        args.output.parent.mkdir(parents=True, exist_ok=True)
-        args.output.write_text(_tables(results, args, loads))
+    with tempfile.TemporaryDirectory(prefix="usmp_models_") as scratch:
+        models = [resolve_model(name, Path(scratch)) for name in args.models.split(",")]
+        for model in models:
+            loads.append(f"{model.stem} {_load_avg()}")
+            print(f"{model.stem} (load {_load_avg()})", file=sys.stderr, flush=True)
+            results.append(_run_worker(args, model))
+            args.output.parent.mkdir(parents=True, exist_ok=True)
+            args.output.write_text(_tables(results, args, loads))
     print(args.output.read_text())
 
 

@@ -1,62 +1,52 @@
-"""Real int8 networks as IR plus their bit-exact numpy references.
+"""Synthetic int8 TFLite models, compiled through the same frontend and kernels as real ones.
 
-`build("kws", seed=0)` gives a `Model` with the MLIR text (`.mlir`), the numpy reference
-(`.reference(x)`) and the input/output shapes. Models: MLPerf Tiny's `kws` (DS-CNN), `vww`
-(MobileNetV1 0.25), `resnet8`, `ad` (autoencoder), and `mobilenetv2` (1.0, 224x224).
-Options make the image models smaller for tests: `vww(resolution=)`,
-`mobilenetv2(resolution=, width_multiplier=)`. A convolution keeps one output row of int32
-accumulators (`accumulator="row"`, the default) or the whole output (`accumulator="tensor"`).
+`build("mobilenetv2", seed=0, resolution=96, width_multiplier=0.35)` gives a `Model` whose
+`.tflite` is the flatbuffer (`usmp-opt model.tflite` compiles it; TensorFlow Lite Micro runs
+it). Weights are random (seeded), quantised as TFLite's converter quantises them, and every
+activation's scale is calibrated on random data (see `builder`). Models: `mobilenetv2`
+(options `resolution`, `width_multiplier`, `classes`). The real MLPerf Tiny models are in
+examples/mlperf_tiny.
 """
+
+from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import cached_property
 
 import numpy as np
 
-from usmp_dialect.models import networks, reference
-from usmp_dialect.models.emit import ACCUMULATORS, network_to_mlir
-from usmp_dialect.models.layers import Network
+from usmp_dialect.models import networks
+from usmp_dialect.models.builder import Activation, ModelBuilder
 
-MODELS: dict[str, Callable[..., Network]] = {
-    "ad": networks.ad,
-    "kws": networks.kws,
+MODELS: dict[str, Callable[..., tuple[ModelBuilder, Activation]]] = {
     "mobilenetv2": networks.mobilenetv2,
-    "resnet8": networks.resnet8,
-    "vww": networks.vww,
 }
 
 
 @dataclass(frozen=True)
 class Model:
-    """A built network: its IR, its reference and its I/O signature (int8 in, int8 out)."""
+    """A built network: its TFLite flatbuffer and I/O signature (int8 in, int8 out)."""
 
-    network: Network
-    accumulator: str = "row"  # the convolutions' int32 scratch: "row" or "tensor"
+    name: str
+    builder: ModelBuilder
+    output: Activation
 
     @property
-    def name(self) -> str:
-        return self.network.name
+    def tflite(self) -> bytes:
+        return self.builder.finish(self.output)
+
+    def tflite_with_every_activation(self) -> bytes:
+        """The model with every activation as an extra output, after `output`."""
+        return self.builder.finish(self.output, every_activation=True)
 
     @property
     def input_shape(self) -> tuple[int, ...]:
-        return self.network.tensors[self.network.input].shape
+        return self.builder.input.shape
 
     @property
     def output_shape(self) -> tuple[int, ...]:
-        return self.network.tensors[self.network.output].shape
-
-    input_dtype = np.dtype(np.int8)
-    output_dtype = np.dtype(np.int8)
-
-    @cached_property
-    def mlir(self) -> str:
-        return network_to_mlir(self.network, self.accumulator)
-
-    def reference(self, x: np.ndarray) -> np.ndarray:
-        """The int8 output for the int8 input `x` (shape `input_shape`), bit-exact with the IR."""
-        return reference.reference(self.network, x)
+        return self.output.shape
 
     def random_input(self, seed: int = 0) -> np.ndarray:
         """A seeded int8 input of the right shape."""
@@ -64,22 +54,24 @@ class Model:
         return rng.integers(-128, 128, size=self.input_shape, dtype=np.int8)
 
 
-def build(name: str, seed: int = 0, accumulator: str = "row", **options: int | float) -> Model:
-    """The model `name` with weights drawn from `seed` (see the module docstring for options).
+def options_of(name: str) -> list[str]:
+    """The options model `name` accepts."""
+    return list(inspect.signature(MODELS[name]).parameters)[1:]
 
-    `accumulator` chooses the convolutions' int32 scratch buffer: `"row"` (one output row, the
-    kernel loops over rows) or `"tensor"` (the whole output).
-    """
-    if accumulator not in ACCUMULATORS:
-        raise ValueError(f"accumulator must be one of: {', '.join(ACCUMULATORS)}")
+
+def build(name: str, seed: int = 0, **options: int | float) -> Model:
+    """The model `name` with weights drawn from `seed` (see the module docstring for options).
+    Raises `ValueError` for an unknown model or option, or an option value out of range."""
     if name not in MODELS:
         raise ValueError(f"unknown model '{name}' (known: {', '.join(sorted(MODELS))})")
-    accepted = list(inspect.signature(MODELS[name]).parameters)[1:]
+    accepted = options_of(name)
     for option in sorted(options):
         if option not in accepted:
-            known = ", ".join(accepted) if accepted else "none"
-            raise ValueError(f"model '{name}' has no option '{option}' (options: {known})")
-    return Model(MODELS[name](seed, **options), accumulator)
+            raise ValueError(
+                f"model '{name}' has no option '{option}' (options: {', '.join(accepted)})"
+            )
+    builder, output = MODELS[name](seed, **options)
+    return Model(name, builder, output)
 
 
-__all__ = ["MODELS", "Model", "build"]
+__all__ = ["MODELS", "Model", "build", "options_of"]

@@ -1,27 +1,35 @@
-"""`python -m usmp_dialect.models NAME -o FILE.mlir [--seed N]`: writes a model's IR."""
+"""`python -m usmp_dialect.models NAME -o FILE.tflite [--seed N] [options]`: writes a model."""
+
+from __future__ import annotations
 
 import argparse
 import sys
+from typing import NoReturn
 
 from usmp_dialect.models import MODELS, build
-from usmp_dialect.models.emit import ACCUMULATORS
+from usmp_dialect.tools.output_file import write_text_atomically
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        """Usage errors are one line, exit code 1."""
+        print(f"error: {message}", file=sys.stderr)
+        raise SystemExit(1)
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m usmp_dialect.models", description="Write an int8 network as MLIR."
+    parser = _Parser(
+        prog="python -m usmp_dialect.models",
+        description="Write a synthetic int8 network as a .tflite model.",
     )
     parser.add_argument("name", nargs="?", help="model name (see --list)")
-    parser.add_argument("-o", "--output", help="output file (default: stdout)")
+    parser.add_argument("-o", "--output", help="output .tflite file (default: stdout)")
     parser.add_argument("--seed", type=int, default=0, help="weight seed (default 0)")
-    parser.add_argument("--resolution", type=int, help="input size (vww, mobilenetv2)")
-    parser.add_argument("--width-multiplier", type=float, help="channel width (mobilenetv2)")
+    parser.add_argument("--resolution", type=int, help="input size (mobilenetv2, default 224)")
     parser.add_argument(
-        "--accumulator",
-        choices=ACCUMULATORS,
-        default="row",
-        help="int32 scratch of a convolution: one output row (default) or the whole output",
+        "--width-multiplier", type=float, help="channel width (mobilenetv2, default 1.0)"
     )
+    parser.add_argument("--classes", type=int, help="output classes (mobilenetv2, default 1000)")
     parser.add_argument("--list", action="store_true", help="list the models and exit")
     args = parser.parse_args(argv)
     if args.list:
@@ -31,21 +39,30 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.name is None:
         parser.error("a model name is required (or --list)")
-    options: dict[str, int | float] = {}
-    if args.resolution is not None:
-        options["resolution"] = args.resolution
-    if args.width_multiplier is not None:
-        options["width_multiplier"] = args.width_multiplier
+    if args.output is None and sys.stdout.isatty():
+        print("error: a .tflite model is binary: give -o FILE", file=sys.stderr)
+        return 1
+    options: dict[str, int | float] = {
+        option: value
+        for option, value in (
+            ("resolution", args.resolution),
+            ("width_multiplier", args.width_multiplier),
+            ("classes", args.classes),
+        )
+        if value is not None
+    }
     try:
-        model = build(args.name, args.seed, args.accumulator, **options)
+        model = build(args.name, args.seed, **options).tflite
+        if args.output is None:
+            sys.stdout.buffer.write(model)
+        else:
+            write_text_atomically(args.output, model)
     except ValueError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
-    if args.output:
-        with open(args.output, "w") as file:
-            file.write(model.mlir)
-    else:
-        sys.stdout.write(model.mlir)
+    except OSError as error:
+        print(f"error: cannot write '{args.output}': {error.strerror or error}", file=sys.stderr)
+        return 1
     return 0
 
 

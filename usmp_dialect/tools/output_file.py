@@ -56,8 +56,9 @@ def check_writable(path: str) -> None:
         raise _os_error(errno.EACCES, path)
 
 
-def write_text_atomically(path: str, text: str) -> None:
-    """Writes `text` to `path` so that readers see either the old file or the complete new one.
+def write_text_atomically(path: str, text: str | bytes) -> None:
+    """Writes `text` (or bytes) to `path` so that readers see either the old file or the
+    complete new one.
 
     A regular file (or a new one) is replaced through a temporary file in the same directory;
     anything else (`/dev/stdout`, a pipe) is written in place. Raises `OSError`.
@@ -65,7 +66,7 @@ def write_text_atomically(path: str, text: str) -> None:
     if os.path.exists(path) and not os.path.isfile(path):
         if os.path.isdir(path):
             raise _os_error(errno.EISDIR, path)
-        with open(path, "w") as stream:
+        with open(path, "wb" if isinstance(text, bytes) else "w") as stream:
             stream.write(text)
         return
     destination = os.path.realpath(path)  # replace a symlink's target, not the link
@@ -79,7 +80,7 @@ def write_text_atomically(path: str, text: str) -> None:
         dir=os.path.dirname(destination), prefix=f".{os.path.basename(destination)}."
     )
     try:
-        with os.fdopen(descriptor, "w") as stream:
+        with os.fdopen(descriptor, "wb" if isinstance(text, bytes) else "w") as stream:
             stream.write(text)
         os.chmod(temporary, mode)
         os.replace(temporary, destination)

@@ -1,0 +1,78 @@
+"""Generated models through `usmp-opt MODEL.tflite -p 'usmp-import-memref,convert-linalg-to-loops,
+usmp' -t c` and gcc, against TensorFlow Lite Micro: every activation byte for byte, in no more
+workspace than TFLM's arena head; and activations that use the int8 range."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from usmp_dialect.models import Model, build
+from usmp_dialect.testing import tflm
+from usmp_dialect.testing.model_runner import compile_model
+
+pytestmark = [
+    pytest.mark.skipif(shutil.which("gcc") is None, reason="gcc is not installed"),
+    pytest.mark.skipif(
+        not tflm.available(), reason="tflite-micro (the reference) is not installed"
+    ),
+]
+
+
+@pytest.fixture(scope="module")
+def model() -> Model:
+    return build("mobilenetv2", seed=1, resolution=32, width_multiplier=0.35, classes=10)
+
+
+def test_every_activation_matches_tflm(model: Model, tmp_path: Path) -> None:
+    """With every activation as a model output, each equals TFLM's byte for byte."""
+    path = tmp_path / "mobilenetv2_every_activation.tflite"
+    path.write_bytes(model.tflite_with_every_activation())
+    compiled = compile_model(path, tmp_path)
+    assert len(compiled.outputs) == len(model.builder.activations) - 1  # all but the input
+    interpreter = tflm.interpreter(path.read_bytes())
+    for seed in range(3):
+        x = model.random_input(seed)
+        theirs = tflm.run_with(interpreter, [x], len(compiled.outputs))
+        ours, _ = compiled.run([x])
+        for mine, reference in zip(ours, theirs, strict=True):
+            np.testing.assert_array_equal(mine, reference.reshape(mine.shape))
+
+
+def test_workspace_io_sanitized_within_tflm_head(model: Model, tmp_path: Path) -> None:
+    """Inputs and outputs inside the workspace (U4), under ASan/UBSan: still TFLM's output, in
+    a workspace at the lower bound and at most TFLM's arena head."""
+    path = tmp_path / "mobilenetv2.tflite"
+    path.write_bytes(model.tflite)
+    report = tmp_path / "plan.json"
+    compiled = compile_model(path, tmp_path, workspace_io=True, sanitize=True, report=report)
+    x = model.random_input(7)
+    (ours,), _ = compiled.run([x])
+    (theirs,) = tflm.run(path.read_bytes(), [x], 1)
+    np.testing.assert_array_equal(ours, theirs)
+    (workspace,) = [p for p in json.loads(report.read_text())["pools"] if p["kind"] == "workspace"]
+    assert workspace["size_bytes"] == workspace["lower_bound_bytes"]
+    assert workspace["size_bytes"] <= tflm.arena(path).head_bytes
+
+
+def test_activations_use_the_int8_range(model: Model) -> None:
+    """Calibrated scales keep every layer alive on an input it was not calibrated on: many
+    distinct values, few at a saturating end (after a RELU, -128 is the zero point: zero, not
+    saturation)."""
+    inner = [a for a in model.builder.activations[1:] if a is not model.output]
+    outputs = tflm.run(
+        model.tflite_with_every_activation(), [model.random_input(11)], 1 + len(inner)
+    )
+    assert len(np.unique(outputs[0])) > 1  # softmax (in steps of 1/256) tells classes apart
+    for activation, values in zip(inner, outputs[1:], strict=True):
+        spec = model.builder.tensors[activation.index]
+        assert spec.zero_points is not None
+        distinct = len(np.unique(values))
+        assert distinct >= min(32, values.size // 2), (spec.name, distinct)
+        assert np.mean(values == 127) <= 0.25, spec.name
+        if spec.zero_points[0] != -128:
+            assert np.mean(values == -128) <= 0.25, spec.name
