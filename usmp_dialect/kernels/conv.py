@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
 from xdsl.dialects.builtin import IntegerType, MemRefType, f32, i32
+from xdsl.ir import Attribute
 
 from usmp_dialect.kernels.builder import KernelBuilder, Value, finish, function
 from usmp_dialect.kernels.module import ModelModule, Requantization, RequantizeEmitter
@@ -51,6 +51,26 @@ def clamp_float(kernel: KernelBuilder, value: Value, activation: FloatActivation
     if activation.high != float("inf"):
         value = kernel.min(value, activation.high)
     return value
+
+
+def accumulated_output(
+    kernel: KernelBuilder,
+    total: Value,
+    channel: Value,
+    bias: Value | None,
+    requantize: RequantizeEmitter | None,
+    arithmetic: QuantizedConv | FloatActivation,
+    element: Attribute,
+) -> Value:
+    """An output element from its accumulator: plus the channel's bias, then requantised
+    (int8) or clamped to the activation (float)."""
+    if bias is not None:
+        total = kernel.add(total, kernel.load(bias, [channel]))
+    if requantize is not None:
+        assert isinstance(element, IntegerType)
+        return requantize.output(total, channel, element)
+    assert isinstance(arithmetic, FloatActivation)
+    return clamp_float(kernel, total, arithmetic)
 
 
 def window_range(
@@ -147,14 +167,9 @@ def conv2d(
             return list(kernel.loop(x_start, x_end, over_x, acc))
 
         (total,) = kernel.loop(y_start, y_end, over_y, [zero])
-        if bias_value is not None:
-            total = kernel.add(total, kernel.load(bias_value, [out_c]))
-        if requantize is not None:
-            assert isinstance(element, IntegerType)
-            result = requantize.output(total, out_c, element)
-        else:
-            assert isinstance(arithmetic, FloatActivation)
-            result = clamp_float(kernel, total, arithmetic)
+        result = accumulated_output(
+            kernel, total, out_c, bias_value, requantize, arithmetic, element
+        )
         kernel.store(result, target, [batch, out_y, out_x, out_c])
 
     def output_row(batch: Value, out_y: Value) -> None:
@@ -194,7 +209,3 @@ def conv2d(
     kernel.loops([batches, out_height], lambda ivs: output_row(*ivs))
     finish(kernel)
     module.add(op)
-
-
-def filter_array(weights: np.ndarray, dtype: np.dtype) -> np.ndarray:
-    return np.ascontiguousarray(weights.astype(dtype, copy=False))

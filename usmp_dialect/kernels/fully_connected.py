@@ -4,10 +4,10 @@ filters[o, d] + bias[o]`, accumulated in a register in `d` order as TFLite's ref
 
 from __future__ import annotations
 
-from xdsl.dialects.builtin import IntegerType, MemRefType, f32, i32
+from xdsl.dialects.builtin import MemRefType, f32, i32
 
 from usmp_dialect.kernels.builder import Value, finish, function
-from usmp_dialect.kernels.conv import FloatActivation, QuantizedConv, clamp_float
+from usmp_dialect.kernels.conv import FloatActivation, QuantizedConv, accumulated_output
 from usmp_dialect.kernels.module import ModelModule, RequantizeEmitter
 
 
@@ -48,14 +48,9 @@ def fully_connected(
 
         zero = kernel.constant(0, i32 if quantized else f32)
         (total,) = kernel.loop(0, depth, over_depth, [zero])
-        if bias_value is not None:
-            total = kernel.add(total, kernel.load(bias_value, [unit]))
-        if requantize is not None:
-            assert isinstance(element, IntegerType)
-            result = requantize.output(total, unit, element)
-        else:
-            assert isinstance(arithmetic, FloatActivation)
-            result = clamp_float(kernel, total, arithmetic)
+        result = accumulated_output(
+            kernel, total, unit, bias_value, requantize, arithmetic, element
+        )
         kernel.store(result, target, [batch, unit])
 
     kernel.loops([batches, units], body)

@@ -111,29 +111,36 @@ def dequantize_weights(model: bytes) -> bytes:
     return bytes(builder.Output())
 
 
-def random_inputs(ports: Sequence[Port], seed: int) -> list[np.ndarray]:
-    """Seeded inputs: int8 over the whole range, float standard normal."""
-    rng = np.random.default_rng(seed)
+def random_inputs(
+    ports: Sequence[Port], seed: int | np.random.Generator, float_scale: float = 1.0
+) -> list[np.ndarray]:
+    """Seeded inputs: int8 over the whole range, float normal with deviation `float_scale`."""
+    rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
     values = []
     for port in ports:
         if port.dtype == np.int8:
             values.append(rng.integers(-128, 128, size=port.shape, dtype=np.int8))
         else:
-            values.append(rng.standard_normal(port.shape).astype(np.float32))
+            values.append((rng.standard_normal(port.shape) * float_scale).astype(np.float32))
     return values
 
 
-def assert_matches(ours: Sequence[np.ndarray], theirs: Sequence[np.ndarray]) -> None:
-    """int8 outputs byte for byte; float ones to 1e-5 of the largest reference output."""
-    assert len(ours) == len(theirs)
-    for mine, reference in zip(ours, theirs, strict=True):
-        assert mine.size == reference.size
-        reference = reference.reshape(mine.shape)
+def assert_matches(
+    ours: Sequence[np.ndarray], theirs: Sequence[np.ndarray], names: Sequence[str] = ()
+) -> None:
+    """int8 outputs byte for byte; float ones elementwise to 1e-5 relative (plus 1e-6 of the
+    largest reference output, for values near zero). Messages name the output."""
+    assert len(ours) == len(theirs), f"{len(ours)} outputs, the reference has {len(theirs)}"
+    for position, (mine, reference) in enumerate(zip(ours, theirs, strict=True)):
+        name = names[position] if position < len(names) else f"output {position}"
+        assert mine.size == reference.size, f"{name}: {mine.size} values, {reference.size} expected"
+        reference = np.asarray(reference).reshape(mine.shape)
         if mine.dtype == np.int8:
-            np.testing.assert_array_equal(mine, reference)
+            differ = int(np.count_nonzero(mine != reference))
+            assert differ == 0, f"{name}: {differ} of {mine.size} bytes differ"
         else:
-            scale = float(np.abs(reference).max()) or 1.0
-            assert float(np.abs(mine - reference).max()) <= 1e-5 * scale
+            scale = max(float(np.abs(reference).max()), 1.0)
+            np.testing.assert_allclose(mine, reference, rtol=1e-5, atol=1e-6 * scale, err_msg=name)
 
 
 def compare(compiled: CompiledModel, model: bytes, seeds: Iterable[int]) -> None:
@@ -143,4 +150,4 @@ def compare(compiled: CompiledModel, model: bytes, seeds: Iterable[int]) -> None
         inputs = random_inputs(compiled.inputs, seed)
         theirs = run_with(tflm, inputs, len(compiled.outputs))
         ours, _ = compiled.run(inputs)
-        assert_matches(ours, theirs)
+        assert_matches(ours, theirs, [port.name for port in compiled.outputs])

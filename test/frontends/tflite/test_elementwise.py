@@ -96,27 +96,11 @@ def build(tmp_path: Path, data: bytes, sanitize: bool = False) -> CompiledModel:
 
 def assert_outputs_match(compiled: CompiledModel, data: bytes, inputs: list[np.ndarray]) -> None:
     ours, _ = compiled.run(inputs)
-    theirs = tflm.run(data, inputs, len(ours))
-    for position, (mine, reference) in enumerate(zip(ours, theirs, strict=True)):
-        reference = reference.reshape(mine.shape)
-        if mine.dtype == np.int8:
-            differ = int(np.count_nonzero(mine != reference))
-            assert differ == 0, f"output {position}: {differ} of {mine.size} bytes differ"
-        else:
-            scale = float(np.abs(reference).max()) or 1.0
-            error = float(np.abs(mine.astype(np.float64) - reference).max())
-            assert error <= 1e-5 * scale, f"output {position}: error {error} (scale {scale})"
+    tflm.assert_matches(ours, tflm.run(data, inputs, len(ours)))
 
 
 def random_inputs(compiled: CompiledModel, seed: int) -> list[np.ndarray]:
-    rng = np.random.default_rng(seed)
-    values = []
-    for port in compiled.inputs:
-        if port.dtype == np.int8:
-            values.append(rng.integers(-128, 128, size=port.shape, dtype=np.int8))
-        else:
-            values.append((rng.standard_normal(port.shape) * 3).astype(np.float32))
-    return values
+    return tflm.random_inputs(compiled.inputs, seed, float_scale=3.0)
 
 
 # -- int8 binary operators on every pair of inputs -----------------------------------------

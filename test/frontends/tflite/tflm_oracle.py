@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
+from usmp_dialect.testing import tflm
 from usmp_dialect.testing.model_runner import compile_model
 from usmp_dialect.testing.tflite_writer import OperatorSpec, TensorSpec, write_model
 
@@ -48,47 +49,22 @@ def merge(parts: dict[str, ModelSpec]) -> bytes:
     return write_model(tensors, operators, inputs, outputs)
 
 
-def random_inputs(ports: Sequence, rng: np.random.Generator) -> list[np.ndarray]:
-    arrays = []
-    for port in ports:
-        if port.dtype == np.int8:
-            arrays.append(rng.integers(-128, 128, size=port.shape, dtype=np.int8))
-        else:
-            arrays.append(rng.standard_normal(port.shape).astype(np.float32))
-    return arrays
-
-
 def assert_matches(
     model: bytes, directory: Path, trials: int = 3, seed: int = 0, sanitize: bool = False
 ) -> None:
     """Our outputs equal TFLM's on `trials` random inputs: int8 byte for byte, float within
     1e-5 relative. `sanitize`: our C built with AddressSanitizer and UBSan."""
-    from tflite_micro.python.tflite_micro import runtime
-
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / "model.tflite"
     path.write_bytes(model)
     compiled = compile_model(path, directory, sanitize=sanitize)
-    interpreter = runtime.Interpreter.from_file(str(path), arena_size=1 << 22)
+    interpreter = tflm.interpreter(model)
     rng = np.random.default_rng(seed)
-    failures = []
+    names = [port.name for port in compiled.outputs]
     for _ in range(trials):
-        arrays = random_inputs(compiled.inputs, rng)
-        for position, array in enumerate(arrays):
-            interpreter.set_input(array, position)
-        interpreter.invoke()
+        arrays = tflm.random_inputs(compiled.inputs, rng)
         ours, _ = compiled.run(arrays)
-        for position, (port, mine) in enumerate(zip(compiled.outputs, ours, strict=True)):
-            theirs = interpreter.get_output(position)
-            try:
-                assert mine.shape == tuple(theirs.shape)
-                if mine.dtype == np.int8:
-                    np.testing.assert_array_equal(mine, theirs)
-                else:
-                    np.testing.assert_allclose(mine, theirs, rtol=1e-5, atol=1e-6)
-            except AssertionError as error:
-                failures.append(f"{port.name}: {error}")
-    assert not failures, "\n".join(failures)
+        tflm.assert_matches(ours, tflm.run_with(interpreter, arrays, len(ours)), names)
 
 
 def assert_all_match(
@@ -117,7 +93,7 @@ def assert_matches_litert(model: bytes, directory: Path, seed: int = 0) -> None:
     path = directory / "model.tflite"
     path.write_bytes(model)
     compiled = compile_model(path, directory)
-    arrays = random_inputs(compiled.inputs, np.random.default_rng(seed))
+    arrays = tflm.random_inputs(compiled.inputs, seed)
     ours, _ = compiled.run(arrays)
     for mine, theirs in zip(ours, litert_outputs(model, arrays), strict=True):
         np.testing.assert_array_equal(mine, theirs)

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import tflite
 
 from usmp_dialect.frontends.tflite.importer import OperatorContext
 from usmp_dialect.frontends.tflite.reader import Quantization, Tensor
-from usmp_dialect.kernels.conv import FloatActivation
+from usmp_dialect.kernels.conv import FloatActivation, Window
 from usmp_dialect.kernels.fixed_point import activation_range, float_activation_range
 
 _ACTIVATIONS = {
@@ -57,6 +59,37 @@ def padding_before(
         return 0
     total = max(0, (out_size - 1) * stride + effective - size)
     return total // 2
+
+
+def window(
+    context: OperatorContext,
+    options: Any,
+    source: Tensor,
+    output: Tensor,
+    filter_size: tuple[int, int],
+    dilation: tuple[int, int] = (1, 1),
+) -> Window:
+    """The sliding window of a 2-D NHWC operator from its options (padding and strides):
+    checked against the input and output sizes."""
+    same = same_padding(context, options.Padding())
+    stride = (options.StrideH(), options.StrideW())
+    if min(*filter_size, *stride, *dilation) < 1:
+        raise context.fail(
+            f"invalid filter {filter_size}, strides {stride} or dilations {dilation}"
+        )
+    top, left = (
+        padding_before(
+            context,
+            same,
+            source.shape[1 + axis],
+            output.shape[1 + axis],
+            filter_size[axis],
+            stride[axis],
+            dilation[axis],
+        )
+        for axis in (0, 1)
+    )
+    return Window(stride, dilation, (top, left))
 
 
 def quantization(context: OperatorContext, tensor: Tensor) -> Quantization:

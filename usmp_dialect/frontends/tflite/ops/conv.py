@@ -14,13 +14,12 @@ from usmp_dialect.frontends.tflite.ops.common import (
     dequantized,
     float_activation,
     fused_activation,
-    padding_before,
     quantization,
     require_types,
-    same_padding,
+    window,
 )
 from usmp_dialect.frontends.tflite.reader import Tensor
-from usmp_dialect.kernels.conv import FloatActivation, QuantizedConv, Window, conv2d
+from usmp_dialect.kernels.conv import FloatActivation, QuantizedConv, conv2d
 from usmp_dialect.kernels.fixed_point import float32, quantize_multiplier
 from usmp_dialect.kernels.fully_connected import fully_connected
 from usmp_dialect.kernels.module import MemRefType, Requantization, memref_of
@@ -128,8 +127,8 @@ def convolution(context: OperatorContext) -> None:
     dtype = require_types(context, source, output)
     if len(source.shape) != 4 or len(output.shape) != 4 or len(filters.shape) != 4:
         raise context.fail("input, filter and output must be 4-D (NHWC)")
-    _, height, width, in_channels = source.shape
-    batches, out_height, out_width, out_channels = output.shape
+    in_channels = source.shape[3]
+    batches, out_channels = output.shape[0], output.shape[3]
     if batches != source.shape[0]:
         raise context.fail("input and output batch sizes differ")
     if depthwise:
@@ -145,14 +144,9 @@ def convolution(context: OperatorContext) -> None:
             )
         depth_multiplier = None
     activation = fused_activation(context, options.FusedActivationFunction())
-    same = same_padding(context, options.Padding())
-    stride = (options.StrideH(), options.StrideW())
     dilation = (options.DilationHFactor(), options.DilationWFactor())
-    if min(*stride, *dilation) < 1:
-        raise context.fail(f"invalid strides {stride} or dilations {dilation}")
-    padding = (
-        padding_before(context, same, height, out_height, filters.shape[1], stride[0], dilation[0]),
-        padding_before(context, same, width, out_width, filters.shape[2], stride[1], dilation[1]),
+    filter_window = window(
+        context, options, source, output, (filters.shape[1], filters.shape[2]), dilation
     )
     weights, bias = _weights_and_bias(context, dtype, out_channels)
     arithmetic = _arithmetic(context, dtype, out_channels, activation)
@@ -164,7 +158,7 @@ def convolution(context: OperatorContext) -> None:
         memref_of(output.shape, dtype),
         filter_symbol,
         bias_symbol,
-        Window(stride, dilation, padding),
+        filter_window,
         arithmetic,
         depth_multiplier,
     )

@@ -10,12 +10,10 @@ from usmp_dialect.frontends.tflite.ops.common import (
     activation_bounds,
     float_activation,
     fused_activation,
-    padding_before,
     quantization,
     require_types,
-    same_padding,
+    window,
 )
-from usmp_dialect.kernels.conv import Window
 from usmp_dialect.kernels.module import memref_of
 from usmp_dialect.kernels.pooling import Pool, pool2d
 
@@ -36,26 +34,15 @@ def pooling(context: OperatorContext) -> None:
         if (source_q.scale, source_q.zero_point) != (output_q.scale, output_q.zero_point):
             raise context.fail("int8 pooling needs equal input and output quantisation")
     activation = fused_activation(context, options.FusedActivationFunction())
-    same = same_padding(context, options.Padding())
     filter_size = (options.FilterHeight(), options.FilterWidth())
-    stride = (options.StrideH(), options.StrideW())
-    if min(*filter_size, *stride) < 1:
-        raise context.fail(f"invalid filter {filter_size} or strides {stride}")
-    padding = (
-        padding_before(
-            context, same, source.shape[1], output.shape[1], filter_size[0], stride[0], 1
-        ),
-        padding_before(
-            context, same, source.shape[2], output.shape[2], filter_size[1], stride[1], 1
-        ),
-    )
+    pool_window = window(context, options, source, output, filter_size)
     if dtype == INT8:
         low, high = activation_bounds(context, output, activation)
         bounds: tuple[float, float] = (low, high)
     else:
         bounds = (float_activation(activation).low, float_activation(activation).high)
     kind = "average" if context.op.opcode == "AVERAGE_POOL_2D" else "max"
-    pool = Pool(kind, filter_size, Window(stride, (1, 1), padding), *bounds)
+    pool = Pool(kind, filter_size, pool_window, *bounds)
     pool2d(
         context.module,
         context.name,
