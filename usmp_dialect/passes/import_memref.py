@@ -11,6 +11,10 @@
 * Non-constant globals, and constant globals without initial data (external declarations), are
   left alone.
 
+Functions that return buffers (upstream bufferization's default) first get out-parameters
+(`usmp-buffer-results-to-out-params`). Ops left on tensors or from `bufferization` (a partial
+bufferization) are an error that says how to bufferize.
+
 An allocation the planner cannot handle (dynamic shape, non-identity layout, unsupported
 element type) is an error on that op: nothing is skipped silently.
 """
@@ -28,6 +32,7 @@ from xdsl.dialects.builtin import (
     MemRefType,
     ModuleOp,
     SymbolRefAttr,
+    TensorType,
 )
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.passes import ModulePass
@@ -42,6 +47,7 @@ from xdsl.traits import SymbolTable
 from xdsl.utils.exceptions import PassFailedException, VerifyException
 
 from usmp_dialect.dialects.usmp import AllocateConstOp, AllocateOp, verify_buffer_type
+from usmp_dialect.passes.buffer_results_to_out_params import buffer_results_to_out_params
 
 
 def imported_constant_global(get_global: memref.GetGlobalOp) -> memref.GlobalOp | None:
@@ -100,6 +106,27 @@ def _check_importable(module: ModuleOp) -> None:
                     f"the initial value of constant global @{global_op.sym_name.data} "
                     f"({data.type}) does not fit its type {global_op.type}",
                 )
+
+
+def _check_bufferized(module: ModuleOp) -> None:
+    """Fails on the first op left over from a partial bufferization."""
+    for op in module.walk():
+        if op.name == "bufferization.dealloc":
+            _fail(
+                op,
+                "bufferization.dealloc is not supported: bufferize without the deallocation "
+                "pipeline (planned buffers are never freed) or lower it first with "
+                "mlir-opt --bufferization-lower-deallocations",
+            )
+        if op.name.startswith("bufferization.") or any(
+            isinstance(t, TensorType) for t in (*op.operand_types, *op.result_types)
+        ):
+            _fail(
+                op,
+                f"{op.name} works on tensors: bufferize the whole program first (mlir-opt "
+                '--one-shot-bufferize="bufferize-function-boundaries '
+                'function-boundary-type-conversion=identity-layout-map")',
+            )
 
 
 def _alignment_bytes(alignment: Attribute | None) -> int | None:
@@ -186,6 +213,8 @@ class UsmpImportMemrefPass(ModulePass):
     name = "usmp-import-memref"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        _check_bufferized(op)
+        buffer_results_to_out_params(op)
         _check_importable(op)
         # Ordered set of the globals whose reads become constant buffers.
         imported_globals: dict[memref.GlobalOp, None] = {}
