@@ -281,7 +281,7 @@ class _ExplicitBodyOp(LinalgStructuredOperation):
         attributes = parser.parse_optional_attr_dict()
         if short_form:
             block_types = [_element_type(v) for v in (*inputs, *outputs)]
-            op_type = parser.context.get_optional_op(short_name)
+            op_type = parser.ctx.get_optional_op(short_name)
             if op_type is None:
                 parser.raise_error(f"unknown operation {short_name} in the short form")
             block = Block(arg_types=block_types)
