@@ -45,6 +45,7 @@ from xdsl.dialects.linalg.abstract_ops import (
     LinalgStructuredOperation,
 )
 from xdsl.dialects.linalg.attrs import IteratorTypeAttr
+from xdsl.dialects.linalg.ops import GenericOp, YieldOp
 from xdsl.ir import Attribute, Block, BlockArgument, Dialect, Operation, Region, SSAValue
 from xdsl.ir.affine import AffineDimExpr, AffineMap
 from xdsl.irdl import (
@@ -222,7 +223,7 @@ def _parse_long_form_body(parser: Parser) -> Region:
     return parser.parse_region(arguments)
 
 
-def _generalized(parser: Parser, op: LinalgStructuredOperation) -> linalg.GenericOp:
+def _generalized(parser: Parser, op: LinalgStructuredOperation) -> GenericOp:
     """The `linalg.generic` that `op` stands for, after checking `op`'s shapes. Parsing gives
     the generic form at once: xDSL's `linalg.index` only lives inside `linalg.generic`, and
     every pass that handles `linalg.generic` (`convert-linalg-to-loops`) then handles it."""
@@ -236,7 +237,7 @@ def _generalized(parser: Parser, op: LinalgStructuredOperation) -> linalg.Generi
     body = op.detach_region(op.body)
     attributes = dict(op.attributes)
     op.erase()
-    generic = linalg.GenericOp(inputs, outputs, body, maps, iterators, result_types)
+    generic = GenericOp(inputs, outputs, body, maps, iterators, result_types)
     generic.attributes.update(attributes)
     return generic
 
@@ -260,7 +261,7 @@ class _ExplicitBodyOp(LinalgStructuredOperation):
     body = region_def("single_block")
 
     @classmethod
-    def parse(cls, parser: Parser) -> linalg.GenericOp:  # pyright: ignore[reportIncompatibleMethodOverride]
+    def parse(cls, parser: Parser) -> GenericOp:  # pyright: ignore[reportIncompatibleMethodOverride]
         short_form = parser.parse_optional_punctuation("{") is not None
         short_name = ""
         short_attrs: dict[str, Attribute] = {}
@@ -290,7 +291,7 @@ class _ExplicitBodyOp(LinalgStructuredOperation):
                 result_types=[block_types[-1]],
                 attributes=short_attrs,
             )
-            block.add_ops([body_op, linalg.YieldOp(*body_op.results)])
+            block.add_ops([body_op, YieldOp(*body_op.results)])
             region = Region(block)
         else:
             region = _parse_long_form_body(parser)
@@ -405,7 +406,7 @@ class StructuredBroadcastOp(_ExplicitBodyOp):
     dimensions = prop_def(DenseArrayBase.constr(i64))
 
     @classmethod
-    def parse(cls, parser: Parser) -> linalg.GenericOp:  # pyright: ignore[reportIncompatibleMethodOverride]
+    def parse(cls, parser: Parser) -> GenericOp:  # pyright: ignore[reportIncompatibleMethodOverride]
         inputs = _parse_operand_group(parser, "ins")
         outputs = _parse_operand_group(parser, "outs")
         parser.parse_keyword("dimensions")
@@ -450,7 +451,7 @@ class StructuredBroadcastOp(_ExplicitBodyOp):
 
 def _yield_first_region(operands: Sequence[SSAValue]) -> Region:
     block = Block(arg_types=[_element_type(v) for v in operands])
-    block.add_op(linalg.YieldOp(block.args[0]))
+    block.add_op(YieldOp(block.args[0]))
     return Region(block)
 
 
@@ -472,7 +473,7 @@ def _elementwise_op(name: str, build_body: _BodyBuilder, doc: str) -> type[Eleme
             @Builder.implicit_region(arg_types)
             def hidden_region(args: tuple[BlockArgument, ...]) -> None:
                 result = build_body(args[: len(inputs)], arg_types[-1])
-                linalg.YieldOp(*result.results)
+                YieldOp(*result.results)
 
             return hidden_region
 
