@@ -10,7 +10,9 @@ leaves a module that LLVM's `mlir-opt` accepts and lowers:
   the entry function reads them with `memref.get_global`;
 * every external pool becomes a trailing `memref<Nxi8>` argument of the entry function, in pool
   declaration order, named after the pool (also a pool the entry does not use: the signature
-  follows the declarations);
+  follows the declarations); an external constant pool's bytes, which the application must put
+  into it, are the public `memref.global constant @<pool>_data` (what the C backend's
+  `<P>_<POOL>_CONSTANT_POOL_DATA` is in C);
 * buffers stay `memref.view`s of the pool memory at their planned offsets;
 * every `pool.`/`usmp.` op is gone and every `pool.`/`usmp.` attribute is dropped (on ops,
   function arguments and results, and the module), including U4's `usmp.io_allocations`.
@@ -31,11 +33,13 @@ from xdsl.dialects.builtin import (
     DictionaryAttr,
     MemRefType,
     ModuleOp,
+    StringAttr,
     TensorType,
 )
 from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
+from xdsl.traits import SymbolTable
 from xdsl.utils.exceptions import PassFailedException
 
 from usmp_dialect.analysis.buffer_info import module_functions
@@ -45,6 +49,8 @@ from usmp_dialect.dialects.usmp import AllocationOp
 from usmp_dialect.passes.convert_to_pool_offsets import pool_type
 
 _DIALECT_PREFIXES = ("usmp.", "pool.")
+DATA_SUFFIX = "_data"
+"""`@<pool>_data`: the contents of an external constant pool."""
 
 
 def _fail(op: Operation, message: str) -> NoReturn:
@@ -148,6 +154,8 @@ class ConvertPoolToMemrefPass(ModulePass):
                     read.memref.name_hint = pool.pool_name
                     Rewriter.replace_op(base, read)
             else:
+                if isinstance(pool, ConstantPoolOp):
+                    self._add_data_global(op, pool, memref_type)
                 argument = block.insert_arg(memref_type, len(block.args))
                 argument.name_hint = pool.pool_name
                 new_arguments += 1
@@ -166,3 +174,15 @@ class ConvertPoolToMemrefPass(ModulePass):
             if isinstance(inner, BaseOp) or _ours(inner.name):
                 _fail(inner, f"{inner.name} has no upstream equivalent here")
         _strip_attributes(op)
+
+    @staticmethod
+    def _add_data_global(module: ModuleOp, pool: PoolOpBase, memref_type: MemRefType) -> None:
+        """The bytes an external constant pool must hold, for the application to copy in (the
+        counterpart of the C backend's `<P>_<POOL>_CONSTANT_POOL_DATA`)."""
+        name = f"{pool.pool_name}{DATA_SUFFIX}"
+        if SymbolTable.lookup_symbol(module, name) is not None:
+            _fail(pool, f"cannot add @{name} for the data of pool @{pool.pool_name}: taken")
+        data = _pool_global(pool, memref_type)
+        data.properties["sym_name"] = StringAttr(name)
+        data.properties["sym_visibility"] = StringAttr("public")
+        Rewriter.insert_op(data, InsertPoint.before(pool))

@@ -12,8 +12,9 @@
   left alone.
 
 Functions that return buffers (upstream bufferization's default) first get out-parameters
-(`usmp-buffer-results-to-out-params`). Ops left on tensors or from `bufferization` (a partial
-bufferization) are an error that says how to bufferize.
+(`usmp-buffer-results-to-out-params`). A `bufferization.to_tensor`/`to_buffer` round trip of
+one memref is that memref; other ops left on tensors or from `bufferization` (a partial
+bufferization, `bufferization.dealloc`) are an error that says what to run.
 
 An allocation the planner cannot handle (dynamic shape, non-identity layout, unsupported
 element type) is an error on that op: nothing is skipped silently.
@@ -23,7 +24,7 @@ from dataclasses import dataclass
 from typing import NoReturn
 
 from xdsl.context import Context
-from xdsl.dialects import memref
+from xdsl.dialects import bufferization, memref
 from xdsl.dialects.builtin import (
     ArrayAttr,
     DenseIntOrFPElementsAttr,
@@ -43,6 +44,7 @@ from xdsl.pattern_rewriter import (
     RewritePattern,
     op_type_rewrite_pattern,
 )
+from xdsl.rewriter import Rewriter
 from xdsl.traits import SymbolTable
 from xdsl.utils.exceptions import PassFailedException, VerifyException
 
@@ -106,6 +108,19 @@ def _check_importable(module: ModuleOp) -> None:
                     f"the initial value of constant global @{global_op.sym_name.data} "
                     f"({data.type}) does not fit its type {global_op.type}",
                 )
+
+
+def _fold_tensor_round_trips(module: ModuleOp) -> None:
+    """`bufferization.to_buffer (bufferization.to_tensor %m)` of the same type is `%m`."""
+    for op in list(module.walk()):
+        if not isinstance(op, bufferization.ToBufferOp):
+            continue
+        source = op.tensor.owner
+        if isinstance(source, bufferization.ToTensorOp) and source.memref.type == op.memref.type:
+            op.memref.replace_all_uses_with(source.memref)
+            Rewriter.erase_op(op)
+            if not source.tensor.uses:
+                Rewriter.erase_op(source)
 
 
 def _check_bufferized(module: ModuleOp) -> None:
@@ -213,6 +228,7 @@ class UsmpImportMemrefPass(ModulePass):
     name = "usmp-import-memref"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        _fold_tensor_round_trips(op)
         _check_bufferized(op)
         buffer_results_to_out_params(op)
         _check_importable(op)
