@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from xdsl.dialects import func
+from xdsl.dialects import func, memref
 from xdsl.dialects.builtin import (
     AnyFloat,
     Float32Type,
@@ -31,6 +31,8 @@ from xdsl.dialects.builtin import (
     ModuleOp,
 )
 from xdsl.parser import Parser
+
+from usmp_dialect.passes.convert_pool_to_memref import DATA_SUFFIX
 
 LLVM_BIN = Path("/usr/lib/llvm-22/bin")
 LLVM_LIB = Path("/usr/lib/llvm-22/lib")
@@ -121,6 +123,9 @@ class EntrySignature:
     results: tuple[MemRefType, ...]
     printed_arguments: int
     """The leading arguments the driver prints (the trailing ones are pools)."""
+    argument_data: tuple[tuple[int, str], ...] = ()
+    """(argument, global): arguments the driver fills from a global instead of the pattern
+    (external constant pools from their `@<pool>_data`)."""
 
 
 def entry_signature(
@@ -135,7 +140,13 @@ def entry_signature(
                 if not isinstance(t, MemRefType):
                     raise ValueError(f"@{entry} takes or returns a {t}: only memrefs")
             count = len(inputs) if printed_arguments is None else printed_arguments
-            return EntrySignature(inputs, outputs, count)  # pyright: ignore[reportArgumentType]
+            globals_ = {g.sym_name.data for g in module.walk() if isinstance(g, memref.GlobalOp)}
+            data = tuple(
+                (k, f"{argument.name_hint}{DATA_SUFFIX}")
+                for k, argument in enumerate(op.body.block.args)
+                if k >= count and f"{argument.name_hint}{DATA_SUFFIX}" in globals_
+            )
+            return EntrySignature(inputs, outputs, count, data)  # pyright: ignore[reportArgumentType]
     raise ValueError(f"no function @{entry}")
 
 
@@ -249,10 +260,16 @@ def driver(entry: str, signature: EntrySignature) -> str:
     """A `@main` that fills the entry's arguments, calls it and prints what it computed."""
     lines = ["  func.func @main() {"]
     arguments: list[str] = []
+    data = dict(signature.argument_data)
     for k, argument_type in enumerate(signature.arguments):
         name = f"%arg_{k}"
         lines.append(f"    {name} = memref.alloc() : {_type(argument_type)}")
-        _fill(lines, name, argument_type, salt=k)
+        if k in data:
+            text_type = _type(argument_type)
+            lines.append(f"    %data_{k} = memref.get_global @{data[k]} : {text_type}")
+            lines.append(f"    memref.copy %data_{k}, {name} : {text_type} to {text_type}")
+        else:
+            _fill(lines, name, argument_type, salt=k)
         arguments.append(name)
     results = [f"%res_{k}" for k in range(len(signature.results))]
     argument_types = ", ".join(_type(t) for t in signature.arguments)
