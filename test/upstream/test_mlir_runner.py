@@ -1,10 +1,11 @@
 """Upstream MLIR both ways, with LLVM 22's real tools: tensor programs bufferized by `mlir-opt`,
 planned by `usmp-opt -p 'usmp-import-memref,convert-linalg-to-loops,usmp,convert-pool-to-memref'`,
 lowered back by `mlir-opt` and run by `mlir-runner` print exactly what the unplanned
-(bufferized) program prints; `-t c` compiles on the same inputs."""
+(bufferized) program prints; `-t c` on the same inputs prints the same numbers as well."""
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import sys
@@ -109,14 +110,66 @@ def test_upstream_out_params_plan_the_same(bufferized: str) -> None:
     assert run_entry(planned, ENTRY, signature) == reference
 
 
+def _c_struct_fields(header: str, struct: str) -> list[str]:
+    match = re.search(rf"struct net_{struct} \{{(.*?)\}};", header, re.S)
+    return re.findall(r"void\* (\w+);", match.group(1)) if match else []
+
+
+_C_TYPES = {"f32": "float", "f64": "double", "i8": "int8_t", "i16": "int16_t", "i32": "int32_t"}
+
+
+def _c_driver(header: str, arguments: list[tuple[str, MemRefType]]) -> str:
+    """A C main that fills the inputs with the mlir-runner driver's pattern, runs the model and
+    prints every entry argument element by element as the runner's driver does."""
+    inputs, outputs = _c_struct_fields(header, "inputs"), _c_struct_fields(header, "outputs")
+    lines = ["#include <stdint.h>", "#include <stdio.h>", "#include <string.h>", '#include "net.h"']
+    body: list[str] = []
+    for k, (name, memref_type) in enumerate(arguments):
+        element = str(memref_type.element_type)
+        c_type = _C_TYPES[element]
+        count = memref_type.element_count()
+        lines.append(f"static _Alignas(64) {c_type} {name}_data[{count}];")
+        if name in inputs:
+            value = f"(int32_t)((uint32_t)(i * 37 + {11 + k}) % 23u) - 11"
+            scaled = f"({c_type})({value}) * 0.125{'f' if element == 'f32' else ''}"
+            fill = scaled if element.startswith("f") else f"({c_type})({value})"
+            body.append(f"  for (int32_t i = 0; i < {count}; ++i) {name}_data[i] = {fill};")
+    for struct, names in (("inputs", inputs), ("outputs", outputs)):
+        fields = ", ".join(f".{n} = {n}_data" for n in names)
+        body.append(f"  struct net_{struct} {struct} = {{ {fields} }};")
+    body.append("  if (net_run(&inputs, &outputs) != 0) return 1;")
+    for name, memref_type in arguments:
+        element = str(memref_type.element_type)
+        count = memref_type.element_count()
+        if element == "f32":
+            convert = f"int32_t v; memcpy(&v, &{name}_data[i], 4);"
+        else:
+            convert = f"int32_t v = (int32_t){name}_data[i];"
+        body.append(f'  for (int32_t i = 0; i < {count}; ++i) {{ {convert} printf("%d\\n", v); }}')
+    return "\n".join([*lines, "int main(void) {", *body, "  return 0;", "}", ""])
+
+
 @pytest.mark.skipif(shutil.which("gcc") is None, reason="gcc not found: compiles the C output")
-def test_c_backend_takes_the_same_inputs(bufferized: str, tmp_path: Path) -> None:
+def test_c_backend_computes_what_mlir_runner_does(bufferized: str, tmp_path: Path) -> None:
+    """`-t c` on the same bufferized input prints the numbers the mlir-runner run prints."""
+    _reference, runner_output, _planned = reference_and_planned(bufferized)
     pipeline = f"usmp-import-memref,convert-linalg-to-loops,usmp{{entry={ENTRY}}}"
+    planned = usmp_opt(bufferized, "-p", pipeline)
     for target, name in (("c", "net.c"), ("c-header", "net.h")):
         target = f"{target}{{entry={ENTRY} prefix=net}}"
-        (tmp_path / name).write_text(usmp_opt(bufferized, "-p", pipeline, "-t", target))
-    subprocess.run(
-        ["gcc", "-std=c11", "-Wall", "-Wextra", "-Werror", "-c", "net.c", "-o", "net.o"],
-        cwd=tmp_path,
-        check=True,
+        (tmp_path / name).write_text(usmp_opt(planned, "-t", target))
+    entry = next(
+        op
+        for op in parse_module(planned).walk()
+        if isinstance(op, func.FuncOp) and op.sym_name.data == ENTRY
     )
+    arguments = [(a.name_hint or "", a.type) for a in entry.body.block.args]
+    assert all(isinstance(t, MemRefType) for _, t in arguments)
+    driver = _c_driver((tmp_path / "net.h").read_text(), arguments)  # pyright: ignore[reportArgumentType]
+    (tmp_path / "driver.c").write_text(driver)
+    flags = ["-std=c11", "-Wall", "-Wextra", "-Werror", "-O1"]
+    subprocess.run(
+        ["gcc", *flags, "net.c", "driver.c", "-o", "net", "-lm"], cwd=tmp_path, check=True
+    )
+    result = subprocess.run([str(tmp_path / "net")], capture_output=True, text=True, check=True)
+    assert result.stdout.split() == re.findall(r"-?\d+", runner_output)
