@@ -9,6 +9,7 @@ import re
 import shutil
 import subprocess
 import sys
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -49,6 +50,7 @@ def usmp_opt(text: str, *arguments: str) -> str:
     return result.stdout
 
 
+@cache
 def reference_and_planned(bufferized: str, *flags: str) -> tuple[str, str, str]:
     """(reference output, planned output, planned IR) of a bufferized program."""
     reference_signature = entry_signature(parse_module(bufferized), ENTRY)
