@@ -43,6 +43,7 @@ from xdsl.dialects.builtin import (
 from xdsl.dialects.linalg.abstract_ops import (
     ElementwiseOperation,
     LinalgStructuredOperation,
+    PoolingOperation,
 )
 from xdsl.dialects.linalg.attrs import IteratorTypeAttr
 from xdsl.dialects.linalg.ops import GenericOp, YieldOp
@@ -517,6 +518,56 @@ ELEMENTWISE_OPS: tuple[type[ElementwiseOperation], ...] = (
 )
 
 
+def _pooling_op(name: str, layout: str, combine: _BodyBuilder, doc: str) -> type[PoolingOperation]:
+    """A named pooling op: `O = combine(O, I)` over the window, `layout` "nchw" or "nhwc"."""
+
+    class _Op(PoolingOperation):
+        @classmethod
+        def get_hidden_region(
+            cls, inputs: Sequence[SSAValue], outputs: Sequence[SSAValue]
+        ) -> Region:
+            arg_types = cls.body_arg_types((*inputs, *outputs))
+
+            @Builder.implicit_region(arg_types)
+            def hidden_region(args: tuple[BlockArgument, ...]) -> None:
+                # (input element, window element, output element): the window only has a shape.
+                result = combine([args[2], args[0]], arg_types[-1])
+                YieldOp(*result.results)
+
+            return hidden_region
+
+        def get_default_indexing_maps(self) -> Sequence[AffineMap]:
+            stride_h, stride_w = self.strides.get_values()
+            dilation_h, dilation_w = self.dilations.get_values()
+            if layout == "nchw":
+                n, c, oh, ow, kh, kw = (AffineDimExpr(d) for d in range(6))
+                image = (n, c, oh * stride_h + kh * dilation_h, ow * stride_w + kw * dilation_w)
+                output = (n, c, oh, ow)
+            else:
+                n, oh, ow, c, kh, kw = (AffineDimExpr(d) for d in range(6))
+                image = (n, oh * stride_h + kh * dilation_h, ow * stride_w + kw * dilation_w, c)
+                output = (n, oh, ow, c)
+            return (AffineMap(6, 0, image), AffineMap(6, 0, (kh, kw)), AffineMap(6, 0, output))
+
+    _Op.name = name
+    _Op.__name__ = _Op.__qualname__ = "".join(p.title() for p in name.split(".")[1].split("_"))
+    _Op.__doc__ = doc
+    return irdl_op_definition(_Op)
+
+
+POOLING_OPS: tuple[type[PoolingOperation], ...] = tuple(
+    _pooling_op(f"linalg.pooling_{layout}_{kind}", layout, combine, f"{kind} pooling, {layout}.")
+    for layout in ("nchw", "nhwc")
+    for kind, combine in (
+        ("max", _float_or_int(arith.MaximumfOp, arith.MaxSIOp)),
+        ("min", _float_or_int(arith.MinimumfOp, arith.MinSIOp)),
+        ("sum", _float_or_int(arith.AddfOp, arith.AddiOp)),
+    )
+)
+"""xDSL 0.74's own `linalg.pooling_nchw_max` combines the input with the window tensor instead
+of the output (it computes max(I, K)); these replace it."""
+
+
 def _extend(base: Dialect, replacements: Sequence[type[Operation]]) -> Dialect:
     by_name = {op.name: op for op in base.operations}
     for op in replacements:
@@ -531,4 +582,7 @@ def extended_memref() -> Dialect:
 
 def extended_linalg() -> Dialect:
     """xDSL's `linalg` dialect with `map`, structured `reduce`/`broadcast` and more named ops."""
-    return _extend(linalg.Linalg, [MapOp, ReduceOp, StructuredBroadcastOp, *ELEMENTWISE_OPS])
+    return _extend(
+        linalg.Linalg,
+        [MapOp, ReduceOp, StructuredBroadcastOp, *ELEMENTWISE_OPS, *POOLING_OPS],
+    )

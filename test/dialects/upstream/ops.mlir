@@ -5,6 +5,7 @@
 // RUN: usmp-opt %s | filecheck %s
 // RUN: usmp-opt %s | usmp-opt | filecheck %s
 // RUN: usmp-opt %s --print-op-generic | usmp-opt | filecheck %s
+// RUN: usmp-opt %s -p convert-linalg-to-loops | filecheck %s --check-prefix=LOOPS
 
 // CHECK:      memref.global "private" constant @w : memref<2x2xf32> = dense<{{\[}}[1.000000e+00, 2.000000e+00], [3.000000e+00, 4.000000e+00]]> {alignment = 64 : i64}
 // CHECK-NEXT: memref.global "private" constant @splat : memref<8x4xf32> = dense<5.000000e-01> {alignment = 64 : i64}
@@ -90,5 +91,22 @@ func.func @named(%a: memref<4xf32>, %b: memref<4xf32>, %c: memref<4xf32>) {
   linalg.erf ins(%a : memref<4xf32>) outs(%c : memref<4xf32>)
   linalg.powf ins(%a, %b : memref<4xf32>, memref<4xf32>) outs(%c : memref<4xf32>)
   linalg.square ins(%a : memref<4xf32>) outs(%c : memref<4xf32>)
+  func.return
+}
+
+// Pooling (xDSL's own pooling_nchw_max combined the input with the window instead of the
+// output): the body is O = op(O, I) in both layouts.
+// LOOPS-LABEL: func.func @pooling(
+// LOOPS:         %[[IN:.*]] = memref.load %x[
+// LOOPS-NEXT:    %[[OUT:.*]] = memref.load %y[
+// LOOPS-NEXT:    %{{.*}} = arith.maximumf %[[OUT]], %[[IN]] : f32
+// CHECK-LABEL: func.func @pooling(
+// CHECK-NEXT:    linalg.pooling_nchw_max {dilations = dense<1> : vector<2xi64>, strides = dense<2> : vector<2xi64>} ins(%x, %k : memref<1x2x4x4xf32>, memref<2x2xf32>) outs(%y : memref<1x2x2x2xf32>)
+// CHECK-NEXT:    linalg.pooling_nhwc_sum {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>} ins(%z, %k : memref<1x3x3x2xf32>, memref<2x2xf32>) outs(%w : memref<1x2x2x2xf32>)
+// CHECK-NEXT:    linalg.pooling_nhwc_min {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>} ins(%z, %k : memref<1x3x3x2xf32>, memref<2x2xf32>) outs(%w : memref<1x2x2x2xf32>)
+func.func @pooling(%x: memref<1x2x4x4xf32>, %k: memref<2x2xf32>, %y: memref<1x2x2x2xf32>, %z: memref<1x3x3x2xf32>, %w: memref<1x2x2x2xf32>) {
+  linalg.pooling_nchw_max {dilations = dense<1> : vector<2xi64>, strides = dense<2> : vector<2xi64>} ins(%x, %k : memref<1x2x4x4xf32>, memref<2x2xf32>) outs(%y : memref<1x2x2x2xf32>)
+  linalg.pooling_nhwc_sum {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>} ins(%z, %k : memref<1x3x3x2xf32>, memref<2x2xf32>) outs(%w : memref<1x2x2x2xf32>)
+  linalg.pooling_nhwc_min {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>} ins(%z, %k : memref<1x3x3x2xf32>, memref<2x2xf32>) outs(%w : memref<1x2x2x2xf32>)
   func.return
 }

@@ -1,8 +1,9 @@
 // What IREE 3.13 (PyPI iree-base-compiler) makes of a float ONNX model (conv with pads -> relu
 // -> reshape -> matmul -> add -> relu -> matmul, opset 17): `iree-import-onnx mlp.onnx`, then
 // `iree-opt --torch-onnx-to-torch-backend-pipeline --torch-backend-to-linalg-on-tensors-backend-pipeline`
-// (README, "Float ONNX models through IREE"). Only the function is renamed, from the graph's
-// name @mlp to the tests' @model (usmp{entry=mlp} plans the original as it is).
+// (README, "Float ONNX models through IREE"; mlp.onnx of examples/iree/make_onnx_models.py).
+// Only the function is renamed, from the graph's name @mlp to the tests' @model
+// (usmp{entry=mlp} plans the original as it is).
 #map = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
 #map1 = affine_map<(d0, d1) -> (d0, d1)>
 #map2 = affine_map<(d0, d1) -> (d1)>
