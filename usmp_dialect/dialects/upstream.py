@@ -33,6 +33,7 @@ from xdsl.dialects.builtin import (
     DenseArrayBase,
     DenseIntOrFPElementsAttr,
     IntegerAttr,
+    IntegerType,
     MemRefType,
     ShapedType,
     StringAttr,
@@ -43,6 +44,7 @@ from xdsl.dialects.builtin import (
 from xdsl.dialects.linalg.abstract_ops import (
     ElementwiseOperation,
     LinalgStructuredOperation,
+    NamedOperation,
     PoolingOperation,
 )
 from xdsl.dialects.linalg.attrs import IteratorTypeAttr
@@ -568,6 +570,104 @@ POOLING_OPS: tuple[type[PoolingOperation], ...] = tuple(
 of the output (it computes max(I, K)); these replace it."""
 
 
+def _cast_to(value: SSAValue, element: Attribute) -> SSAValue:
+    """`value` converted to `element` as upstream's named ops do (signed); the op goes into
+    the enclosing implicit region builder's block."""
+    source = value.type
+    if source == element:
+        return value
+    op: Operation
+    if isinstance(source, IntegerType) and isinstance(element, AnyFloat):
+        op = arith.SIToFPOp(value, element)
+    elif isinstance(source, AnyFloat) and isinstance(element, AnyFloat):
+        widen = source.bitwidth < element.bitwidth
+        op = arith.ExtFOp(value, element) if widen else arith.TruncFOp(value, element)
+    elif isinstance(source, IntegerType) and isinstance(element, IntegerType):
+        widen = source.width.data < element.width.data
+        op = arith.ExtSIOp(value, element) if widen else arith.TruncIOp(value, element)
+    else:
+        raise VerifyException(f"cannot convert {source} to {element} in a linalg body")
+    return op.results[0]
+
+
+def _contraction_op(
+    name: str, maps: Callable[[], Sequence[AffineMap]], reductions: int, doc: str
+) -> type[NamedOperation]:
+    """A named contraction `O += cast(A) * cast(B)` with fixed indexing maps; the last
+    `reductions` loops are reductions."""
+
+    class _Op(NamedOperation):
+        PRINT_ATTRS_IN_FRONT: ClassVar[bool] = True
+
+        @classmethod
+        def get_hidden_region(
+            cls, inputs: Sequence[SSAValue], outputs: Sequence[SSAValue]
+        ) -> Region:
+            arg_types = cls.body_arg_types((*inputs, *outputs))
+            element = arg_types[-1]
+            add, mul = (
+                (arith.AddfOp, arith.MulfOp)
+                if isinstance(element, AnyFloat)
+                else (arith.AddiOp, arith.MuliOp)
+            )
+
+            @Builder.implicit_region(arg_types)
+            def hidden_region(args: tuple[BlockArgument, ...]) -> None:
+                product = mul(_cast_to(args[0], element), _cast_to(args[1], element))
+                YieldOp(add(args[2], product))
+
+            return hidden_region
+
+        def get_default_indexing_maps(self) -> Sequence[AffineMap]:
+            return maps()
+
+        def get_iterator_types(self) -> ArrayAttr[IteratorTypeAttr]:
+            loops = self.get_num_loops()
+            return ArrayAttr(
+                [IteratorTypeAttr.parallel()] * (loops - reductions)
+                + [IteratorTypeAttr.reduction()] * reductions
+            )
+
+    _Op.name = name
+    _Op.__name__ = _Op.__qualname__ = "".join(p.title() for p in name.split(".")[1].split("_"))
+    _Op.__doc__ = doc
+    return irdl_op_definition(_Op)
+
+
+CONTRACTION_OPS: tuple[type[NamedOperation], ...] = (
+    _contraction_op(
+        "linalg.batch_matmul",
+        lambda: (
+            AffineMap.from_callable(lambda b, i, j, k: (b, i, k)),
+            AffineMap.from_callable(lambda b, i, j, k: (b, k, j)),
+            AffineMap.from_callable(lambda b, i, j, k: (b, i, j)),
+        ),
+        1,
+        "Batched matrix multiplication: O[b, i, j] += A[b, i, k] * B[b, k, j].",
+    ),
+    _contraction_op(
+        "linalg.matvec",
+        lambda: (
+            AffineMap.from_callable(lambda i, k: (i, k)),
+            AffineMap.from_callable(lambda i, k: (k,)),
+            AffineMap.from_callable(lambda i, k: (i,)),
+        ),
+        1,
+        "Matrix-vector product: O[i] += A[i, k] * x[k].",
+    ),
+    _contraction_op(
+        "linalg.vecmat",
+        lambda: (
+            AffineMap.from_callable(lambda j, k: (k,)),
+            AffineMap.from_callable(lambda j, k: (k, j)),
+            AffineMap.from_callable(lambda j, k: (j,)),
+        ),
+        1,
+        "Vector-matrix product: O[j] += x[k] * A[k, j].",
+    ),
+)
+
+
 def _extend(base: Dialect, replacements: Sequence[type[Operation]]) -> Dialect:
     by_name = {op.name: op for op in base.operations}
     for op in replacements:
@@ -584,5 +684,12 @@ def extended_linalg() -> Dialect:
     """xDSL's `linalg` dialect with `map`, structured `reduce`/`broadcast` and more named ops."""
     return _extend(
         linalg.Linalg,
-        [MapOp, ReduceOp, StructuredBroadcastOp, *ELEMENTWISE_OPS, *POOLING_OPS],
+        [
+            MapOp,
+            ReduceOp,
+            StructuredBroadcastOp,
+            *ELEMENTWISE_OPS,
+            *POOLING_OPS,
+            *CONTRACTION_OPS,
+        ],
     )

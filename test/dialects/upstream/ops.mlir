@@ -110,3 +110,23 @@ func.func @pooling(%x: memref<1x2x4x4xf32>, %k: memref<2x2xf32>, %y: memref<1x2x
   linalg.pooling_nhwc_min {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>} ins(%z, %k : memref<1x3x3x2xf32>, memref<2x2xf32>) outs(%w : memref<1x2x2x2xf32>)
   func.return
 }
+
+// Contractions: O += cast(A) * cast(B), the inputs sign-extended to the output's type.
+// CHECK-LABEL: func.func @contractions(
+// CHECK-NEXT:    linalg.batch_matmul ins(%a, %b : memref<2x3x4xi8>, memref<2x4x5xi8>) outs(%c : memref<2x3x5xi32>)
+// CHECK-NEXT:    linalg.matvec ins(%m, %v : memref<3x4xf32>, memref<4xf32>) outs(%o : memref<3xf32>)
+// CHECK-NEXT:    linalg.vecmat ins(%o, %m : memref<3xf32>, memref<3x4xf32>) outs(%v : memref<4xf32>)
+// LOOPS-LABEL: func.func @contractions(
+// LOOPS:         %[[A:.*]] = memref.load %a[
+// LOOPS-NEXT:    %[[B:.*]] = memref.load %b[
+// LOOPS-NEXT:    %[[C:.*]] = memref.load %c[
+// LOOPS-NEXT:    %[[WA:.*]] = arith.extsi %[[A]] : i8 to i32
+// LOOPS-NEXT:    %[[WB:.*]] = arith.extsi %[[B]] : i8 to i32
+// LOOPS-NEXT:    %[[P:.*]] = arith.muli %[[WA]], %[[WB]] : i32
+// LOOPS-NEXT:    %{{.*}} = arith.addi %[[C]], %[[P]] : i32
+func.func @contractions(%a: memref<2x3x4xi8>, %b: memref<2x4x5xi8>, %c: memref<2x3x5xi32>, %m: memref<3x4xf32>, %v: memref<4xf32>, %o: memref<3xf32>) {
+  linalg.batch_matmul ins(%a, %b : memref<2x3x4xi8>, memref<2x4x5xi8>) outs(%c : memref<2x3x5xi32>)
+  linalg.matvec ins(%m, %v : memref<3x4xf32>, memref<4xf32>) outs(%o : memref<3xf32>)
+  linalg.vecmat ins(%o, %m : memref<3xf32>, memref<3x4xf32>) outs(%v : memref<4xf32>)
+  func.return
+}
