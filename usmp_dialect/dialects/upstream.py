@@ -25,7 +25,7 @@ from collections.abc import Callable, Sequence
 from typing import ClassVar, TypeVar
 
 from xdsl.builder import Builder
-from xdsl.dialects import arith, linalg, math, memref
+from xdsl.dialects import arith, bufferization, linalg, math, memref
 from xdsl.dialects.builtin import (
     AffineMapAttr,
     AnyFloat,
@@ -180,6 +180,11 @@ CopyOp = _with_format(
     memref.CopyOp,
     "$source `,` $destination attr-dict `:` type($source) `to` type($destination)",
     "`memref.copy %a, %b : memref<...> to memref<...>`.",
+)
+ExtractAlignedPointerAsIndexOp = _with_format(
+    memref.ExtractAlignedPointerAsIndexOp,
+    "$source `:` type($source) `->` type($aligned_pointer) attr-dict",
+    "`memref.extract_aligned_pointer_as_index %m : memref<...> -> index`.",
 )
 CastOp = _with_format(
     memref.CastOp,
@@ -668,6 +673,34 @@ CONTRACTION_OPS: tuple[type[NamedOperation], ...] = (
 )
 
 
+# ---- bufferization ---------------------------------------------------------------------------
+
+DEALLOCATION_ADVICE = (
+    "bufferize without mlir-opt's deallocation pipeline (--buffer-deallocation-pipeline, "
+    "--ownership-based-buffer-deallocation): planned buffers are never freed"
+)
+DEALLOC_MESSAGE = f"bufferization.dealloc is not supported: {DEALLOCATION_ADVICE}"
+
+
+@irdl_op_definition
+class DeallocOp(IRDLOperation):
+    """`bufferization.dealloc`, known only to say clearly that it is not supported (the
+    ownership-based deallocation pipeline's output; planned memory is never freed)."""
+
+    name = "bufferization.dealloc"
+
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+
+    memrefs = var_operand_def()
+    conditions = var_operand_def()
+    retained = var_operand_def()
+    updated_conditions = var_result_def()
+
+    @classmethod
+    def parse(cls, parser: Parser) -> DeallocOp:
+        parser.raise_error(DEALLOC_MESSAGE)
+
+
 def _extend(base: Dialect, replacements: Sequence[type[Operation]]) -> Dialect:
     by_name = {op.name: op for op in base.operations}
     for op in replacements:
@@ -675,9 +708,15 @@ def _extend(base: Dialect, replacements: Sequence[type[Operation]]) -> Dialect:
     return Dialect(base.name, list(by_name.values()), list(base.attributes))
 
 
+def extended_bufferization() -> Dialect:
+    """xDSL's `bufferization` dialect with `dealloc` (a clear error)."""
+    return _extend(bufferization.Bufferization, [DeallocOp])
+
+
 def extended_memref() -> Dialect:
-    """xDSL's `memref` dialect with upstream's syntax for `global`, `copy` and `cast`."""
-    return _extend(memref.MemRef, [GlobalOp, CopyOp, CastOp])
+    """xDSL's `memref` dialect with upstream's syntax for `global`, `copy`, `cast` and
+    `extract_aligned_pointer_as_index`."""
+    return _extend(memref.MemRef, [GlobalOp, CopyOp, CastOp, ExtractAlignedPointerAsIndexOp])
 
 
 def extended_linalg() -> Dialect:

@@ -48,6 +48,7 @@ from xdsl.rewriter import Rewriter
 from xdsl.traits import SymbolTable
 from xdsl.utils.exceptions import PassFailedException, VerifyException
 
+from usmp_dialect.dialects.upstream import DEALLOC_MESSAGE, DEALLOCATION_ADVICE, DeallocOp
 from usmp_dialect.dialects.usmp import AllocateConstOp, AllocateOp, verify_buffer_type
 from usmp_dialect.passes.buffer_results_to_out_params import buffer_results_to_out_params
 
@@ -126,12 +127,13 @@ def _fold_tensor_round_trips(module: ModuleOp) -> None:
 def _check_bufferized(module: ModuleOp) -> None:
     """Fails on the first op left over from a partial bufferization."""
     for op in module.walk():
-        if op.name == "bufferization.dealloc":
+        if op.name == DeallocOp.name:
+            _fail(op, DEALLOC_MESSAGE)
+        if isinstance(op, memref.ExtractAlignedPointerAsIndexOp):
             _fail(
                 op,
-                "bufferization.dealloc is not supported: bufferize without the deallocation "
-                "pipeline (planned buffers are never freed) or lower it first with "
-                "mlir-opt --bufferization-lower-deallocations",
+                "memref.extract_aligned_pointer_as_index compares buffer addresses, which "
+                f"planning changes: {DEALLOCATION_ADVICE}",
             )
         if op.name.startswith("bufferization.") or any(
             isinstance(t, TensorType) for t in (*op.operand_types, *op.result_types)
@@ -149,6 +151,30 @@ def _alignment_bytes(alignment: Attribute | None) -> int | None:
         return None
     assert isinstance(alignment, IntegerAttr)
     return alignment.value.data
+
+
+_VIEW_OPS = (
+    memref.CastOp,
+    memref.ExtractStridedMetaDataOp,
+    memref.SubviewOp,
+    memref.ReinterpretCastOp,
+    memref.CollapseShapeOp,
+    memref.ExpandShapeOp,
+    memref.ViewOp,
+)
+
+
+def _check_no_planned_frees(module: ModuleOp) -> None:
+    """Fails on a `memref.dealloc` left on (a view of) an imported buffer: pool memory is never
+    freed, and what the deallocation pipeline leaves frees views conditionally."""
+    for op in module.walk():
+        if not isinstance(op, memref.DeallocOp):
+            continue
+        owner = op.memref.owner
+        while isinstance(owner, _VIEW_OPS):
+            owner = owner.operands[0].owner
+        if isinstance(owner, AllocateOp):
+            _fail(op, f"memref.dealloc of a view of a planned buffer: {DEALLOCATION_ADVICE}")
 
 
 def _is_imported_buffer(value: SSAValue) -> bool:
@@ -247,3 +273,4 @@ class UsmpImportMemrefPass(ModulePass):
             apply_recursively=False,
         ).rewrite_module(op)
         _erase_unreferenced_globals(op, list(imported_globals))
+        _check_no_planned_frees(op)
