@@ -10,15 +10,6 @@ func.func @main() {
 
 // -----
 
-// A pool without a planned size.
-// CHECK: pool @sram has no size_bytes (run usmp first)
-pool.workspace @sram
-func.func @main() {
-  func.return
-}
-
-// -----
-
 // A constant pool's data global would take an existing name.
 // CHECK: cannot add @flash_data for the data of pool @flash: taken
 pool.constant @flash {size_bytes = 4 : i64}

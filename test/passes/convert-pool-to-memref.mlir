@@ -69,3 +69,20 @@ func.func @main(%in: memref<4xf32>, %out: memref<4xf32>) attributes {usmp.target
   "memref.copy"(%b, %out) : (memref<4xf32>, memref<4xf32>) -> ()
   func.return
 }
+
+// -----
+
+// Nothing to plan (every buffer is an argument): usmp leaves the pools unsized; the external
+// pool is still an argument (0 bytes), the internal one gets no global.
+// CHECK:       builtin.module {
+// CHECK-NEXT:    func.func @main(%in: memref<4xf32>, %out: memref<4xf32>, %sram: memref<0xi8>) {
+// CHECK-NEXT:      memref.copy %in, %out : memref<4xf32> to memref<4xf32>
+// CHECK-NEXT:      func.return
+// CHECK-NEXT:    }
+// CHECK-NEXT:  }
+pool.workspace @sram
+pool.workspace @scratch {internal}
+func.func @main(%in: memref<4xf32>, %out: memref<4xf32>) {
+  "memref.copy"(%in, %out) : (memref<4xf32>, memref<4xf32>) -> ()
+  func.return
+}

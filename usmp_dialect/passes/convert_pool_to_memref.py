@@ -17,7 +17,9 @@ leaves a module that LLVM's `mlir-opt` accepts and lowers:
 * every `pool.`/`usmp.` op is gone and every `pool.`/`usmp.` attribute is dropped (on ops,
   function arguments and results, and the module), including U4's `usmp.io_allocations`.
 
-A program with unplanned allocations or pools without a size is an error (run `usmp` first).
+An internal pool that nothing reads (no buffer in it) gets no global; a pool without a size
+(nothing was planned) has 0 bytes. A program with unplanned allocations is an error (run `usmp`
+first).
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from xdsl.dialects.builtin import (
     ModuleOp,
     StringAttr,
     TensorType,
+    i8,
 )
 from xdsl.ir import Operation
 from xdsl.passes import ModulePass
@@ -125,9 +128,6 @@ class ConvertPoolToMemrefPass(ModulePass):
                     "and usmp-convert-to-pool-offsets) before convert-pool-to-memref",
                 )
         pools = list(module_pools(op))
-        for pool in pools:
-            if pool.size_bytes is None:
-                _fail(pool, f"pool @{pool.pool_name} has no size_bytes (run usmp first)")
         functions = module_functions(op)
         entry = functions.get(self.entry)
         bases = [b for b in op.walk() if isinstance(b, BaseOp)]
@@ -144,11 +144,13 @@ class ConvertPoolToMemrefPass(ModulePass):
         block = entry.body.block
         new_arguments = 0
         for pool in pools:
-            memref_type = pool_type(pool)
             uses = by_pool.get(pool.pool_name, [])
+            # A pool without a size has nothing planned in it (usmp leaves the sizes of a
+            # program without buffers alone): 0 bytes.
+            memref_type = pool_type(pool) if pool.size_bytes is not None else MemRefType(i8, [0])
             if pool.is_internal:
-                global_ = _pool_global(pool, memref_type)
-                Rewriter.insert_op(global_, InsertPoint.before(pool))
+                if uses:  # an internal pool that nothing reads gets no global
+                    Rewriter.insert_op(_pool_global(pool, memref_type), InsertPoint.before(pool))
                 for base in uses:
                     read = memref.GetGlobalOp(pool.pool_name, memref_type)
                     read.memref.name_hint = pool.pool_name
