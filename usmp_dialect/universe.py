@@ -1,6 +1,6 @@
 """The `xdsl.universe` entry point: makes a stock `xdsl-opt` know our dialects, passes and
-targets, and extends xDSL's `memref` and `linalg` with upstream's syntax. It is the only
-registration path; `usmp-opt` inherits it from `xDSLOptMain`."""
+targets, and extends xDSL's `memref`, `linalg` and `bufferization` with upstream's syntax. It is
+the only registration path; `usmp-opt` inherits it from `xDSLOptMain`."""
 
 from xdsl.universe import XDSL_UNIVERSE, Universe
 

@@ -1,17 +1,21 @@
 """Upstream MLIR's printed forms that xDSL 0.74 does not parse yet, kept in one place.
 
 What LLVM's `mlir-opt` (22) prints after bufferization must parse as printed, so this module
-extends xDSL's `memref` and `linalg` dialects (`extended_memref`, `extended_linalg`):
+extends xDSL's `memref`, `linalg` and `bufferization` dialects (`extended_memref`,
+`extended_linalg`, `extended_bufferization`):
 
 * `memref.global` in its custom syntax (`memref.global "private" constant @w : memref<4xf32> =
-  dense<...> {alignment = 64 : i64}`, `= uninitialized`), `memref.copy` and `memref.cast` in
-  their assembly formats. Printing uses the same syntax, so our output reads back in `mlir-opt`.
-* `linalg.map`, `linalg.reduce` and `linalg.broadcast` as structured ops (with their indexing
-  maps), so that xDSL's `convert-linalg-to-loops` lowers them like `linalg.generic`; the long
-  form with an explicit body and the short form `linalg.map { arith.addf } ins(...) outs(...)`.
-* The named elementwise ops upstream emits that xDSL lacks (`linalg.div`, `linalg.abs`,
-  `linalg.negf`, `linalg.floor`, `linalg.ceil`, `linalg.tanh`, `linalg.rsqrt`,
-  `linalg.reciprocal`, `linalg.square`, `linalg.powf`, `linalg.erf`).
+  dense<...> {alignment = 64 : i64}`, `= uninitialized`), `memref.copy`, `memref.cast` and
+  `memref.extract_aligned_pointer_as_index` in their assembly formats. Printing uses the same
+  syntax, so our output reads back in `mlir-opt`.
+* `linalg.map`, `linalg.reduce` and `linalg.broadcast`, in the long form with an explicit body
+  and the short form `linalg.map { arith.addf } ins(...) outs(...)`: they parse into the
+  `linalg.generic` they stand for, which xDSL's `convert-linalg-to-loops` lowers.
+* Named ops upstream emits that xDSL lacks or gets wrong: elementwise `linalg.div`, `abs`,
+  `negf`, `floor`, `ceil`, `tanh`, `rsqrt`, `erf`, `powf`, `square`; pooling
+  `linalg.pooling_{nchw,nhwc}_{max,min,sum}` (xDSL's `pooling_nchw_max` computes
+  max(input, window)); contractions `linalg.batch_matmul`, `matvec`, `vecmat`.
+* `bufferization.dealloc`, known only to refuse it with a clear message.
 
 The extended dialects replace xDSL's in the `xdsl.universe` registry (usmp_dialect/universe.py),
 so `usmp-opt` and a stock `xdsl-opt` with the package installed both parse them. The classes
