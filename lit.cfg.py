@@ -51,3 +51,14 @@ if shutil.which("gcc"):
     config.available_features.add("gcc")
 if shutil.which("clang"):
     config.available_features.add("clang")
+# LLVM 22's mlir-opt (scripts/install_mlir_tools.sh): tests that need it say `REQUIRES: mlir-opt`
+# and call it as %mlir_opt; without it they are reported UNSUPPORTED.
+try:
+    from usmp_dialect.testing.mlir_runner import LOWER_TO_LLVM, mlir_opt_path
+except ImportError:
+    mlir_opt_path = None
+MLIR_OPT = mlir_opt_path() if mlir_opt_path is not None else None
+if MLIR_OPT is not None:
+    config.available_features.add("mlir-opt")
+    config.substitutions.append(("%mlir_opt_lower", " ".join([MLIR_OPT, *LOWER_TO_LLVM])))
+    config.substitutions.append(("%mlir_opt", MLIR_OPT))

@@ -10,6 +10,10 @@ from xdsl.passes import ModulePass
 
 # pass name -> (module under usmp_dialect.passes, class name)
 _PASSES: dict[str, tuple[str, str]] = {
+    "usmp-buffer-results-to-out-params": (
+        "buffer_results_to_out_params",
+        "UsmpBufferResultsToOutParamsPass",
+    ),
     "usmp-import-memref": ("import_memref", "UsmpImportMemrefPass"),
     "usmp-parallel-to-serial": ("parallel_to_serial", "UsmpParallelToSerialPass"),
     "usmp-assign-pools": ("assign_pools", "UsmpAssignPoolsPass"),
@@ -18,6 +22,7 @@ _PASSES: dict[str, tuple[str, str]] = {
     "usmp-plan": ("plan", "UsmpPlanPass"),
     "usmp-convert-to-pool-offsets": ("convert_to_pool_offsets", "UsmpConvertToPoolOffsetsPass"),
     "usmp": ("usmp", "UsmpPass"),
+    "convert-pool-to-memref": ("convert_pool_to_memref", "ConvertPoolToMemrefPass"),
 }
 
 

@@ -11,6 +11,11 @@
 * Non-constant globals, and constant globals without initial data (external declarations), are
   left alone.
 
+Functions that return buffers (upstream bufferization's default) first get out-parameters
+(`usmp-buffer-results-to-out-params`). A `bufferization.to_tensor`/`to_buffer` round trip of
+one memref is that memref; other ops left on tensors or from `bufferization` (a partial
+bufferization, `bufferization.dealloc`) are an error that says what to run.
+
 An allocation the planner cannot handle (dynamic shape, non-identity layout, unsupported
 element type) is an error on that op: nothing is skipped silently.
 """
@@ -19,7 +24,7 @@ from dataclasses import dataclass
 from typing import NoReturn
 
 from xdsl.context import Context
-from xdsl.dialects import memref
+from xdsl.dialects import bufferization, memref
 from xdsl.dialects.builtin import (
     ArrayAttr,
     DenseIntOrFPElementsAttr,
@@ -28,6 +33,7 @@ from xdsl.dialects.builtin import (
     MemRefType,
     ModuleOp,
     SymbolRefAttr,
+    TensorType,
 )
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.passes import ModulePass
@@ -38,10 +44,13 @@ from xdsl.pattern_rewriter import (
     RewritePattern,
     op_type_rewrite_pattern,
 )
+from xdsl.rewriter import Rewriter
 from xdsl.traits import SymbolTable
 from xdsl.utils.exceptions import PassFailedException, VerifyException
 
+from usmp_dialect.dialects.upstream import DEALLOC_MESSAGE, DEALLOCATION_ADVICE, DeallocOp
 from usmp_dialect.dialects.usmp import AllocateConstOp, AllocateOp, verify_buffer_type
+from usmp_dialect.passes.buffer_results_to_out_params import buffer_results_to_out_params
 
 
 def imported_constant_global(get_global: memref.GetGlobalOp) -> memref.GlobalOp | None:
@@ -102,11 +111,70 @@ def _check_importable(module: ModuleOp) -> None:
                 )
 
 
+def _fold_tensor_round_trips(module: ModuleOp) -> None:
+    """`bufferization.to_buffer (bufferization.to_tensor %m)` of the same type is `%m`."""
+    for op in list(module.walk()):
+        if not isinstance(op, bufferization.ToBufferOp):
+            continue
+        source = op.tensor.owner
+        if isinstance(source, bufferization.ToTensorOp) and source.memref.type == op.memref.type:
+            op.memref.replace_all_uses_with(source.memref)
+            Rewriter.erase_op(op)
+            if not source.tensor.uses:
+                Rewriter.erase_op(source)
+
+
+def _check_bufferized(module: ModuleOp) -> None:
+    """Fails on the first op left over from a partial bufferization."""
+    for op in module.walk():
+        if op.name == DeallocOp.name:
+            _fail(op, DEALLOC_MESSAGE)
+        if isinstance(op, memref.ExtractAlignedPointerAsIndexOp):
+            _fail(
+                op,
+                "memref.extract_aligned_pointer_as_index compares buffer addresses, which "
+                f"planning changes: {DEALLOCATION_ADVICE}",
+            )
+        if op.name.startswith("bufferization.") or any(
+            isinstance(t, TensorType) for t in (*op.operand_types, *op.result_types)
+        ):
+            _fail(
+                op,
+                f"{op.name} works on tensors: bufferize the whole program first (mlir-opt "
+                '--one-shot-bufferize="bufferize-function-boundaries '
+                'function-boundary-type-conversion=identity-layout-map")',
+            )
+
+
 def _alignment_bytes(alignment: Attribute | None) -> int | None:
     if alignment is None:
         return None
     assert isinstance(alignment, IntegerAttr)
     return alignment.value.data
+
+
+_VIEW_OPS = (
+    memref.CastOp,
+    memref.ExtractStridedMetaDataOp,
+    memref.SubviewOp,
+    memref.ReinterpretCastOp,
+    memref.CollapseShapeOp,
+    memref.ExpandShapeOp,
+    memref.ViewOp,
+)
+
+
+def _check_no_planned_frees(module: ModuleOp) -> None:
+    """Fails on a `memref.dealloc` left on (a view of) an imported buffer: pool memory is never
+    freed, and what the deallocation pipeline leaves frees views conditionally."""
+    for op in module.walk():
+        if not isinstance(op, memref.DeallocOp):
+            continue
+        owner = op.memref.owner
+        while isinstance(owner, _VIEW_OPS):
+            owner = owner.operands[0].owner
+        if isinstance(owner, AllocateOp):
+            _fail(op, f"memref.dealloc of a view of a planned buffer: {DEALLOCATION_ADVICE}")
 
 
 def _is_imported_buffer(value: SSAValue) -> bool:
@@ -186,6 +254,9 @@ class UsmpImportMemrefPass(ModulePass):
     name = "usmp-import-memref"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        _fold_tensor_round_trips(op)
+        _check_bufferized(op)
+        buffer_results_to_out_params(op)
         _check_importable(op)
         # Ordered set of the globals whose reads become constant buffers.
         imported_globals: dict[memref.GlobalOp, None] = {}
@@ -202,3 +273,4 @@ class UsmpImportMemrefPass(ModulePass):
             apply_recursively=False,
         ).rewrite_module(op)
         _erase_unreferenced_globals(op, list(imported_globals))
+        _check_no_planned_frees(op)
