@@ -10,6 +10,7 @@ import pytest
 from xdsl.parser import Parser
 
 from usmp_dialect.models import Model, build
+from usmp_dialect.testing.harness import STRICT_FLAGS
 from usmp_dialect.tools.usmp_opt import UsmpOptMain
 
 PIPELINE = "usmp-import-memref,convert-linalg-to-loops,usmp"
@@ -53,8 +54,15 @@ def _compile(model: Model, directory: Path) -> Path:
     binary = directory / "model"
     subprocess.run(
         [
+            *("gcc", "-O1", *STRICT_FLAGS, "-c", str(directory / "model.c")),
+            *("-o", str(directory / "model.o")),
+        ],
+        check=True,
+    )
+    subprocess.run(
+        [
             *("gcc", "-O1", "-std=c11", "-Wall", "-Wextra", "-Werror", "-o", str(binary)),
-            *(str(directory / "model.c"), str(directory / "harness.c")),
+            *(str(directory / "model.o"), str(directory / "harness.c")),
         ],
         check=True,
     )

@@ -40,18 +40,8 @@ from pathlib import Path
 from xdsl.dialects import func
 from xdsl.dialects.builtin import MemRefType, ModuleOp, StringAttr
 
-STRICT_FLAGS = (
-    "-std=c11",
-    "-Wall",
-    "-Wextra",
-    "-Werror",
-    "-Wpedantic",
-    "-Wcast-align=strict",
-    "-Wconversion",
-    "-Wshadow",
-    "-Wdouble-promotion",
-)
-"""The embedded warning set the generated C is clean under (SPEC §11)."""
+from usmp_dialect.testing.harness import STRICT_FLAGS, pipeline_context, strict_flags
+
 PIPELINE = "usmp-import-memref,convert-linalg-to-loops,usmp"
 """The lowering of the example models (README)."""
 RUN_TIMEOUT_S = 120.0
@@ -161,7 +151,6 @@ def model_from_module(
     from usmp_dialect.backend.c.program import build_interface
     from usmp_dialect.backend.c.target import CHeaderTarget, CTarget
     from usmp_dialect.dialects import pool
-    from usmp_dialect.testing.harness import pipeline_context
 
     ctx = pipeline_context()
     source, header = io.StringIO(), io.StringIO()
@@ -648,7 +637,7 @@ def run_native(
     _run(
         [
             compiler,
-            *STRICT_FLAGS,
+            *strict_flags(compiler),
             optimization,
             "-I",
             str(directory),
