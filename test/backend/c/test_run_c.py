@@ -3,8 +3,9 @@
 Every program of `programs.py` goes through `usmp-opt -p convert-linalg-to-loops,usmp -t c`
 (and `-t c-header`), is compiled with `gcc` (and clang when installed) under the strict warning
 set of SPEC §11 (`strict_flags`: `-std=c11 -Wall -Wextra -Werror -Wpedantic -Wcast-align=strict
--Wconversion -Wshadow -Wdouble-promotion`; the harness itself without the last five), once plain and once with `-fsanitize=address,undefined`, and is run by a small C
-harness on seeded random data. Integers must match exactly, floats to 1e-5 relative.
+-Wconversion -Wshadow -Wdouble-promotion`; the harness itself without the last five), once
+plain and once with `-fsanitize=address,undefined`, and is run by a small C harness on seeded
+random data. Integers must match exactly, floats to 1e-5 relative.
 Use cases: U1 (internal pools), U2 (two models sharing one external pool), U3 (several pools,
 internal and external, workspace and constant), U4 (inputs and outputs inside the pool).
 """
