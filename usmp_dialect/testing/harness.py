@@ -57,6 +57,7 @@ def strict_flags(cc: str) -> tuple[str, ...]:
         return tuple("-Wcast-align" if f == "-Wcast-align=strict" else f for f in STRICT_FLAGS)
     return STRICT_FLAGS
 
+
 REFERENCE_FLAGS = ("-O1",)
 """The reference build is optimised (gcc's flow warnings need it)."""
 SANITIZE_FLAGS = ("-O0", "-g", "-fsanitize=address,undefined", "-fno-sanitize-recover=all")

@@ -37,7 +37,7 @@ from xdsl.ir.affine import (
 from xdsl.utils.base_printer import BasePrinter
 from xdsl.utils.exceptions import DiagnosticException
 
-from usmp_dialect.backend.c import c_types
+from usmp_dialect.backend.c import c_types, loops
 from usmp_dialect.backend.c.names import NameTable
 from usmp_dialect.dialects import pool
 from usmp_dialect.dialects.usmp import buffer_size_bytes
@@ -207,6 +207,8 @@ class ModuleContext:
     dead_ops: set[Operation] = field(default_factory=set[Operation])
     helpers: set[str] = field(default_factory=set[str])
     uses_math: bool = False
+    provenances: loops.Provenances = field(default_factory=loops.Provenances)
+    """Where memref values point (register accumulators and hoisted loads need it)."""
     """Whether the printed code calls a `<math.h>` function or uses its macros (NAN, isnan)."""
 
 
@@ -330,6 +332,12 @@ class CFunctionPrinter(BasePrinter):
     )
     # Where `scf.yield` / `scf.condition` / `scf.reduce.return` write their operands.
     yield_targets: list[str] = field(default_factory=list[str], init=False)
+    # Elements an enclosing loop keeps in a local (register accumulators), by (memref, indices).
+    promoted: dict[tuple[SSAValue, loops.IndexKey], str] = field(
+        default_factory=dict[tuple[SSAValue, loops.IndexKey], str], init=False
+    )
+    # Loads an enclosing loop made once before it: the local holding the value.
+    hoisted: dict[Operation, str] = field(default_factory=dict[Operation, str], init=False)
 
     # ---- output helpers ----------------------------------------------------------------
 
@@ -967,6 +975,13 @@ class CFunctionPrinter(BasePrinter):
 
     @print_op.register
     def _(self, op: memref.LoadOp) -> None:
+        if op in self.hoisted:
+            self.scalars[op.res] = self.hoisted[op]
+            return
+        local = self.promoted.get((op.memref, loops.index_key(op.indices)))
+        if local is not None:
+            self.define(op.res, local)  # a copy: a later store may change the local
+            return
         view = self.mem(op.memref)
         self.define(op.res, f"{view.name}[{self.element_index(view, op.indices)}]")
 
@@ -977,6 +992,10 @@ class CFunctionPrinter(BasePrinter):
             raise DiagnosticException(
                 f"C backend: 'memref.store' into read-only data {describe_location(op)}"
             )
+        local = self.promoted.get((op.memref, loops.index_key(op.indices)))
+        if local is not None:
+            self.line(f"{local} = {self.expr(op.value)};")
+            return
         self.line(f"{view.name}[{self.element_index(view, op.indices)}] = {self.expr(op.value)};")
 
     @print_op.register
@@ -1204,16 +1223,51 @@ class CFunctionPrinter(BasePrinter):
             self.scalars[result] = name
             self.scalars[argument] = name
             carried.append(name)
+        accumulators = self.move_out_of_loop(op)
         iv_name = self.fresh_name(iv, "i")
         self.scalars[iv] = iv_name
         iv_c = c_types.c_type(iv.type)
         lower, upper, step = self.expr(op.lb), self.expr(op.ub), self.expr(op.step)
+        unroll = loops.unroll_factor(op)
+        if unroll is not None:
+            self.print_string(f"#pragma GCC unroll {unroll}\n", indent=0)
         self.line(f"for ({iv_c} {iv_name} = {lower}; {iv_name} < {upper}; {iv_name} += {step}) {{")
         self.print_region_with_targets(op.body, carried)
         self.line("}")
         for result, argument, name in zip(op.res, op.body.block.args[1:], carried, strict=True):
             if not result.uses and not argument.uses:
                 self.line(f"(void){name};")
+        for key, element, local in accumulators:
+            self.line(f"{element} = {local};")
+            del self.promoted[key]
+
+    def move_out_of_loop(
+        self, op: scf.ForOp
+    ) -> list[tuple[tuple[SSAValue, loops.IndexKey], str, str]]:
+        """Prints the loads `loops.plan_loop` moves before `op` (register accumulators and
+        hoisted loads); returns (key, C element, local) of each accumulator to store back."""
+        plan = loops.plan_loop(op, self.module.provenances, set(self.promoted), set(self.hoisted))
+        accumulators: list[tuple[tuple[SSAValue, loops.IndexKey], str, str]] = []
+        for value, key, indices in plan.accumulators:
+            view = self.mem(value)
+            element = f"{view.name}[{self.element_index(view, indices)}]"
+            local = self.names.fresh(f"{view.name}_acc")
+            self.line(f"{view.element_c} {local} = {element};")
+            self.promoted[(value, key)] = local
+            accumulators.append(((value, key), element, local))
+        for load in plan.hoisted:
+            if load in self.module.dead_ops:
+                continue
+            view = self.mem(load.memref)
+            local = self.names.fresh(f"{load.res.name_hint or view.name}_invariant")
+            self.line(
+                f"{view.element_c} {local} = {view.name}[{self.element_index(view, load.indices)}];"
+            )
+            self.hoisted[load] = local
+        for load, first in plan.same_load.items():
+            if first in self.hoisted:
+                self.hoisted[load] = self.hoisted[first]
+        return accumulators
 
     @print_op.register
     def _(self, op: scf.YieldOp) -> None:

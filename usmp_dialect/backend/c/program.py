@@ -31,7 +31,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.utils.exceptions import DiagnosticException
 
-from usmp_dialect.backend.c import c_types
+from usmp_dialect.backend.c import c_types, loops
 from usmp_dialect.backend.c.names import NameTable, sanitize
 from usmp_dialect.backend.c.printer import (
     HELPERS,
@@ -591,6 +591,12 @@ def emit_source(module: ModuleOp, prefix: str, entry_name: str) -> str:
         signatures[name] = FunctionSignature(c_name, tuple(not f for f in flags), dropped[name])
 
     context = ModuleContext(signatures, pool_expressions, globals_, global_names, dead)
+    context.provenances = loops.module_provenances(
+        functions,
+        entry,
+        list(pool.module_pools(module)),
+        [op for op in module.ops if isinstance(op, memref.GlobalOp)],
+    )
     prototypes: list[str] = []
     definitions: list[str] = []
     for function in functions:
