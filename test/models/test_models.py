@@ -16,6 +16,7 @@ from usmp_dialect.models.layers import (
     GlobalAvgPool,
     Network,
     Requantize,
+    folded_bias,
     quantize_multiplier,
     requantize,
 )
@@ -128,7 +129,7 @@ def test_ir_weights_are_the_reference_weights(small_model, parsed: ModuleOp) -> 
     for layer in small_model.network.layers:
         if isinstance(layer, Conv2D | FullyConnected):
             expected[f"{layer.name}_weights"] = layer.weights
-            expected[f"{layer.name}_bias"] = layer.bias
+            expected[f"{layer.name}_bias"] = folded_bias(layer)
             expected[f"{layer.name}_multiplier"] = layer.requantize.multiplier
             expected[f"{layer.name}_shift"] = layer.requantize.shift
     assert sorted(globals_) == sorted(expected)

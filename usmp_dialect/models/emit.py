@@ -33,6 +33,7 @@ from usmp_dialect.models.layers import (
     Layer,
     Network,
     Requantize,
+    folded_bias,
 )
 
 Operand = tuple[str, str, Sequence[int]]  # SSA value, memref type, indexing map results
@@ -217,12 +218,12 @@ def _bias_init(
     function.generic(len(accumulator[2]), 0, [bias_operand], [accumulator], body)
 
 
-def _mac_body(function: _Function, input_zero_point: int) -> _Body:
-    """`acc + (x - zp) * w` with int8 x, w and an int32 accumulator."""
+def _mac_body(function: _Function) -> _Body:
+    """`acc + x * w` with int8 x, w and an int32 accumulator (the input zero point is folded
+    into the bias: `layers.folded_bias`)."""
     body = _Body(function, [("x", "i8"), ("w", "i8"), ("acc", "i32")])
     x = body.extend(body.arg(0), "i8", "i32")
-    centred = body.binary("subi", x, body.constant(input_zero_point, "i32"), "i32")
-    product = body.binary("muli", centred, body.extend(body.arg(1), "i8", "i32"), "i32")
+    product = body.binary("muli", x, body.extend(body.arg(1), "i8", "i32"), "i32")
     body.yield_(body.binary("addi", body.arg(2), product, "i32"), "i32")
     return body
 
@@ -377,7 +378,7 @@ def _conv2d(layer: Conv2D, network: Network, accumulator: str) -> list[str]:
         num_dims - 4,
         [(mac_source, mac_type, mac_map), (weights, weight_type, weight_map)],
         [acc_operand],
-        _mac_body(f, layer.input_zero_point),
+        _mac_body(f),
     )
     _requantize_into_output(
         f,
@@ -422,7 +423,7 @@ def _fully_connected(layer: FullyConnected, network: Network) -> list[str]:
         1,
         [("%input", in_type, [0, 2]), (weights, weight_type, [1, 2])],
         [acc_operand],
-        _mac_body(f, layer.input_zero_point),
+        _mac_body(f),
     )
     _requantize_into_output(
         f, acc_operand, multiplier, shift, ("%output", out_type, [0, 1]), layer.requantize, 1
@@ -522,7 +523,7 @@ def _globals(layer: Layer) -> list[str]:
     params = layer.requantize
     return [
         global_op(f"{layer.name}_weights", layer.weights, weights_shape),
-        global_op(f"{layer.name}_bias", layer.bias),
+        global_op(f"{layer.name}_bias", folded_bias(layer)),
         global_op(f"{layer.name}_multiplier", params.multiplier),
         global_op(f"{layer.name}_shift", params.shift),
     ]

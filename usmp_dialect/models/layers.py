@@ -131,3 +131,19 @@ def requantize(values: np.ndarray, multiplier: np.ndarray, shift: np.ndarray) ->
     wide = values.astype(np.int64) * np.asarray(multiplier, dtype=np.int64)
     shift64 = np.asarray(shift, dtype=np.int64)
     return (wide + (np.int64(1) << (shift64 - 1))) >> shift64
+
+
+def folded_bias(layer: Conv2D | FullyConnected) -> np.ndarray:
+    """The bias with the input zero point folded in, `bias - zp * sum(w)` per output channel
+    (int32, wrapping): `bias + sum((x - zp) * w) == folded_bias + sum(x * w)` modulo 2**32, so
+    the inner loop multiplies the raw int8 input (one instruction less per multiply-add; the
+    padding holds the zero point and its terms cancel in the same way)."""
+    weights = layer.weights.astype(np.int64)
+    if isinstance(layer, FullyConnected):
+        sums = weights.sum(axis=1)
+    elif layer.depthwise:
+        sums = weights.sum(axis=(0, 1))
+    else:
+        sums = weights.sum(axis=(1, 2, 3))
+    folded = layer.bias.astype(np.int64) - np.int64(layer.input_zero_point) * sums
+    return ((folded + 2**31) % 2**32 - 2**31).astype(np.int32)

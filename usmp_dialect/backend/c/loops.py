@@ -187,9 +187,12 @@ def _propagate(
         else:
             provenance = source
     elif isinstance(op, memref.ReinterpretCastOp):
-        # Its offset may reach outside the source view: anywhere in the source's roots.
         source = facts.of(op.source)
-        if source is not None:
+        extent = _reinterpreted_extent(op)
+        if source is not None and extent is not None:
+            first, end = extent
+            provenance = frozenset((root, start + first, start + end) for root, start, _ in source)
+        elif source is not None:  # it may reach outside the source: anywhere in its roots
             provenance = frozenset((root, 0, _UNBOUNDED) for root, _, _ in source)
     elif isinstance(op, _VIEW_LIKE):
         provenance = facts.of(op.operands[0])
@@ -197,6 +200,26 @@ def _propagate(
         provenance = _union([facts.of(op.lhs), facts.of(op.rhs)])
     for memref_result in memref_results:
         facts.values[memref_result] = provenance
+
+
+def _reinterpreted_extent(op: memref.ReinterpretCastOp) -> tuple[int, int] | None:
+    """The bytes a `memref.reinterpret_cast` reaches, relative to its source's first element
+    (the C pointer is the source's plus the offset difference; None: not static)."""
+    source_type, result_type = op.source.type, op.result.type
+    if not isinstance(source_type, MemRefType) or not isinstance(result_type, MemRefType):
+        return None
+    source_offset = source_type.get_offset()
+    strides = result_type.get_strides()
+    offsets = op.static_offsets.get_values()
+    if source_offset is None or strides is None or op.offsets or len(offsets) != 1:
+        return None
+    shape = result_type.get_shape()
+    if any(s is None or s < 0 for s in strides) or any(d <= 0 for d in shape):
+        return None
+    element_bytes = buffer_size_bytes(MemRefType(result_type.element_type, [1]))
+    last = sum((d - 1) * int(s) for d, s in zip(shape, strides, strict=True) if s is not None)
+    first = (offsets[0] - source_offset) * element_bytes
+    return first, first + (last + 1) * element_bytes
 
 
 # ---- loops -----------------------------------------------------------------------------------
