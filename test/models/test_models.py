@@ -19,6 +19,7 @@ from usmp_dialect.models.layers import (
     folded_bias,
     quantize_multiplier,
     requantize,
+    shift_table,
 )
 from usmp_dialect.models.reference import conv2d, dequantized_float_layer, run_network
 from usmp_dialect.tools.usmp_opt import UsmpOptMain
@@ -131,7 +132,7 @@ def test_ir_weights_are_the_reference_weights(small_model, parsed: ModuleOp) -> 
             expected[f"{layer.name}_weights"] = layer.weights
             expected[f"{layer.name}_bias"] = folded_bias(layer)
             expected[f"{layer.name}_multiplier"] = layer.requantize.multiplier
-            expected[f"{layer.name}_shift"] = layer.requantize.shift
+            expected[f"{layer.name}_shift"] = shift_table(layer.requantize)
     assert sorted(globals_) == sorted(expected)
     for name, array in expected.items():
         values = np.array(globals_[name].initial_value.get_values())

@@ -34,6 +34,8 @@ from usmp_dialect.models.layers import (
     Network,
     Requantize,
     folded_bias,
+    high_word_shift,
+    shift_table,
 )
 
 Operand = tuple[str, str, Sequence[int]]  # SSA value, memref type, indexing map results
@@ -165,11 +167,32 @@ class _Body:
         rounded = self.binary("addi", product, rounding, "i64")
         return self.binary("shrsi", rounded, shift, "i64")
 
-    def clamp_to_i8(self, value: str, zero_point: int, low: int, high: int) -> str:
-        shifted = self.binary("addi", value, self.constant(zero_point, "i64"), "i64")
-        bounded = self.binary("maxsi", shifted, self.constant(low, "i64"), "i64")
-        bounded = self.binary("minsi", bounded, self.constant(high, "i64"), "i64")
-        return self.op("trunc", f"arith.trunci {bounded} : i64 to i8")
+    def scale_high_word(self, value: str, multiplier: str, high_shift: str) -> str:
+        """The same for a `shift` of at least 33, given `high_shift = shift - 32` (i32):
+        `((hi(value * multiplier) + 2**(high_shift - 1)) >> high_shift` with `hi` the upper
+        32 bits. Exact: the rounding term is a multiple of 2**32, so it only adds to the upper
+        word, and shifting right by 32 then by `high_shift` is shifting by `shift`; the sum
+        fits in i32 (|hi| <= 2**30, the term <= 2**29)."""
+        wide = self.binary(
+            "muli",
+            self.extend(value, "i32", "i64"),
+            self.extend(multiplier, "i32", "i64"),
+            "i64",
+        )
+        high = self.binary("shrsi", wide, self.constant(32, "i64"), "i64")
+        high32 = self.op("high", f"arith.trunci {high} : i64 to i32")
+        one = self.constant(1, "i32")
+        rounding = self.binary("shli", one, self.binary("subi", high_shift, one, "i32"), "i32")
+        rounded = self.binary("addi", high32, rounding, "i32")
+        return self.binary("shrsi", rounded, high_shift, "i32")
+
+    def clamp_to_i8(
+        self, value: str, zero_point: int, low: int, high: int, type_: str = "i64"
+    ) -> str:
+        shifted = self.binary("addi", value, self.constant(zero_point, type_), type_)
+        bounded = self.binary("maxsi", shifted, self.constant(low, type_), type_)
+        bounded = self.binary("minsi", bounded, self.constant(high, type_), type_)
+        return self.op("trunc", f"arith.trunci {bounded} : {type_} to i8")
 
 
 def _get_global(function: _Function, layer: str, kind: str, type_: str) -> str:
@@ -190,16 +213,17 @@ def _requantize_into_output(
     rank = len(output[2])
     channels = memref_type([len(params.multiplier)], "i32")
     body = _Body(function, [("acc", "i32"), ("multiplier", "i32"), ("shift", "i32"), ("out", "i8")])
-    value = body.extend(body.arg(0), "i32", "i64")
-    scaled = body.scale(
-        value, body.extend(body.arg(1), "i32", "i64"), body.extend(body.arg(2), "i32", "i64")
-    )
-    body.yield_(
-        body.clamp_to_i8(
-            scaled, params.output_zero_point, params.activation_min, params.activation_max
-        ),
-        "i8",
-    )
+    bounds = (params.output_zero_point, params.activation_min, params.activation_max)
+    if high_word_shift(params) is not None:
+        # The shift table holds `shift - 32`: 32-bit arithmetic after one widening multiply.
+        scaled = body.scale_high_word(body.arg(0), body.arg(1), body.arg(2))
+        body.yield_(body.clamp_to_i8(scaled, *bounds, type_="i32"), "i8")
+    else:
+        value = body.extend(body.arg(0), "i32", "i64")
+        scaled = body.scale(
+            value, body.extend(body.arg(1), "i32", "i64"), body.extend(body.arg(2), "i32", "i64")
+        )
+        body.yield_(body.clamp_to_i8(scaled, *bounds), "i8")
     function.generic(
         rank,
         0,
@@ -525,7 +549,7 @@ def _globals(layer: Layer) -> list[str]:
         global_op(f"{layer.name}_weights", layer.weights, weights_shape),
         global_op(f"{layer.name}_bias", folded_bias(layer)),
         global_op(f"{layer.name}_multiplier", params.multiplier),
-        global_op(f"{layer.name}_shift", params.shift),
+        global_op(f"{layer.name}_shift", shift_table(params)),
     ]
 
 

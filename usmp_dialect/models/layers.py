@@ -147,3 +147,19 @@ def folded_bias(layer: Conv2D | FullyConnected) -> np.ndarray:
         sums = weights.sum(axis=(1, 2, 3))
     folded = layer.bias.astype(np.int64) - np.int64(layer.input_zero_point) * sums
     return ((folded + 2**31) % 2**32 - 2**31).astype(np.int32)
+
+
+def high_word_shift(params: Requantize) -> np.ndarray | None:
+    """`shift - 32` per channel when every shift is at least 33 (the usual case: multipliers
+    below 2**-1), else None. The IR then requantises with one 32x32->64 multiply and 32-bit
+    arithmetic on its upper word (`emit._Body.scale_high_word`), bit-exact with `requantize`."""
+    shift = np.asarray(params.shift, dtype=np.int64)
+    if shift.size == 0 or int(shift.min()) < 33:
+        return None
+    return (shift - 32).astype(np.int32)
+
+
+def shift_table(params: Requantize) -> np.ndarray:
+    """The shift table the IR holds: `high_word_shift` when it applies, else the shifts."""
+    high = high_word_shift(params)
+    return params.shift if high is None else high

@@ -365,7 +365,7 @@ def plan_loop(
 
 FULL_UNROLL_ITERATIONS = 16
 """A loop nest of at most this many iterations is unrolled completely (a 3x3 window)."""
-INNER_UNROLL = 8
+INNER_UNROLL = 16
 """How far longer innermost loops are unrolled (loop overhead per element / 4)."""
 
 
