@@ -7,6 +7,7 @@ Run by hand (not in CI), from the checkout with the virtualenv active (needs the
     python benchmarks/firmware.py --models kws,resnet8 --cpus m4f,m3
     python benchmarks/firmware.py --save-json before.json        # keep the figures ...
     python benchmarks/firmware.py --baseline before.json         # ... and show them beside
+    python benchmarks/firmware.py --models '' --add-rows a.json --add-rows b.json  # join runs
 
 Each model `examples/NAME.mlir` is lowered with `usmp-opt -p
 'usmp-import-memref,convert-linalg-to-loops,usmp{report=...}' -t c` (in process, through the
@@ -225,6 +226,14 @@ def main() -> int:
     parser.add_argument("--save-json", type=Path, help="write the rows as JSON too")
     parser.add_argument("--baseline", type=Path, help="JSON of --save-json to compare with")
     parser.add_argument("--baseline-label", default="the baseline JSON")
+    parser.add_argument(
+        "--add-rows",
+        type=Path,
+        action="append",
+        default=[],
+        help="JSON of an earlier --save-json whose rows join the table (--models '' to "
+        "measure nothing)",
+    )
     arguments = parser.parse_args()
     missing = firmware.toolchain_missing()
     if missing:
@@ -233,8 +242,10 @@ def main() -> int:
     cpus = [firmware.CPUS[name] for name in arguments.cpus.split(",")]
     rows: list[Row] = []
     with tempfile.TemporaryDirectory(prefix="usmp-firmware-bench-") as temporary:
-        for name in arguments.models.split(","):
+        for name in filter(None, arguments.models.split(",")):
             rows += measure(name, cpus, Path(temporary))
+    for saved in arguments.add_rows:
+        rows += [Row(**fields) for fields in json.loads(saved.read_text()).values()]
     if arguments.save_json:
         arguments.save_json.write_text(
             json.dumps({f"{r.model}/{r.cpu}": asdict(r) for r in rows}, indent=1)

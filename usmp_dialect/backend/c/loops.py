@@ -21,11 +21,11 @@ written is the one the program reads and writes: the output is bit for bit the s
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from xdsl.dialects import arith, func, memref, scf
-from xdsl.dialects.builtin import IntegerAttr, MemRefType
+from xdsl.dialects.builtin import IntegerAttr, IntegerType, MemRefType
 from xdsl.ir import Block, Operation, SSAValue
 
 from usmp_dialect.dialects import pool
@@ -397,3 +397,67 @@ def unroll_factor(loop: scf.ForOp) -> int | None:
         return trips
     innermost = not any(isinstance(op, scf.ForOp) for op in loop.body.block.ops)
     return INNER_UNROLL if innermost and trips >= 2 * INNER_UNROLL else None
+
+
+@dataclass(frozen=True)
+class DotProduct:
+    """An int8 dot product into a register accumulator: `acc += sext(x[k]) * sext(w[k])` over a
+    loop of step 1 whose trip count is a multiple of 4, x and w contiguous in k. The printer
+    adds a Cortex-M DSP variant (two `SMLAD`s per four elements): the same sum modulo 2**32."""
+
+    x: memref.LoadOp
+    w: memref.LoadOp
+    accumulator: tuple[SSAValue, IndexKey]
+
+
+def int8_dot_product(
+    loop: scf.ForOp,
+    accumulators: set[tuple[SSAValue, IndexKey]],
+    strides: Callable[[SSAValue], Sequence[int]],
+) -> DotProduct | None:
+    """The dot product `loop` is (None when it is anything else); `accumulators`: the elements
+    the printer keeps in locals across `loop`."""
+    trips = static_trip_count(loop)
+    if not trips or trips % 4 or _constant_int(loop.step) != 1:
+        return None
+    ops = [op for op in loop.body.block.ops if not isinstance(op, scf.YieldOp)]
+    loads = [op for op in ops if isinstance(op, memref.LoadOp)]
+    extends = [op for op in ops if isinstance(op, arith.ExtSIOp)]
+    products = [op for op in ops if isinstance(op, arith.MuliOp)]
+    sums = [op for op in ops if isinstance(op, arith.AddiOp)]
+    stores = [op for op in ops if isinstance(op, memref.StoreOp)]
+    counts = (len(loads), len(extends), len(products), len(sums), len(stores))
+    if len(ops) != 8 or counts != (3, 2, 1, 1, 1):
+        return None
+    (store,), (product,), (total,) = stores, products, sums
+    key = (store.memref, index_key(store.indices))
+    if key not in accumulators or store.value is not total.result:
+        return None
+    partial = [load for load in loads if (load.memref, index_key(load.indices)) == key]
+    inputs = [load for load in loads if load not in partial]
+    if len(partial) != 1 or len(inputs) != 2:
+        return None
+    if {total.lhs, total.rhs} != {partial[0].res, product.result}:
+        return None
+    if {product.lhs, product.rhs} != {e.result for e in extends}:
+        return None
+    iv = loop.body.block.args[0]
+    if sorted(id(e.input) for e in extends) != sorted(id(load.res) for load in inputs):
+        return None  # each input extended once
+    for load in inputs:
+        if not (isinstance(load.res.type, IntegerType) and load.res.type.width.data == 8):
+            return None
+        positions = [p for p, index in enumerate(load.indices) if index is iv]
+        others = [i for p, i in enumerate(load.indices) if p not in positions]
+        if len(positions) != 1 or strides(load.memref)[positions[0]] != 1:
+            return None
+        if not all(_defined_outside(i, loop) for i in others):
+            return None
+        if load.res.uses.get_length() != 1:
+            return None
+    for extend in extends:
+        if extend.result.type != IntegerType(32) or extend.result.uses.get_length() != 1:
+            return None
+    if product.result.uses.get_length() != 1 or partial[0].res.uses.get_length() != 1:
+        return None
+    return DotProduct(inputs[0], inputs[1], key)

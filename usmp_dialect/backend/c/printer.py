@@ -208,6 +208,8 @@ class ModuleContext:
     helpers: set[str] = field(default_factory=set[str])
     uses_math: bool = False
     provenances: loops.Provenances = field(default_factory=loops.Provenances)
+    uses_arm_dsp: bool = False
+    """Whether a loop has a Cortex-M DSP variant (`<arm_acle.h>` under __ARM_FEATURE_DSP)."""
     """Where memref values point (register accumulators and hoisted loads need it)."""
     """Whether the printed code calls a `<math.h>` function or uses its macros (NAN, isnan)."""
 
@@ -1228,18 +1230,50 @@ class CFunctionPrinter(BasePrinter):
         self.scalars[iv] = iv_name
         iv_c = c_types.c_type(iv.type)
         lower, upper, step = self.expr(op.lb), self.expr(op.ub), self.expr(op.step)
+        dot = loops.int8_dot_product(op, set(self.promoted), lambda value: self.mem(value).strides)
+        if dot is not None:
+            self.print_dsp_dot_product(dot, iv_c, iv_name, lower, upper)
         unroll = loops.unroll_factor(op)
         if unroll is not None:
             self.print_string(f"#pragma GCC unroll {unroll}\n", indent=0)
         self.line(f"for ({iv_c} {iv_name} = {lower}; {iv_name} < {upper}; {iv_name} += {step}) {{")
         self.print_region_with_targets(op.body, carried)
         self.line("}")
+        if dot is not None:
+            self.print_string("#endif\n", indent=0)
         for result, argument, name in zip(op.res, op.body.block.args[1:], carried, strict=True):
             if not result.uses and not argument.uses:
                 self.line(f"(void){name};")
         for key, element, local in accumulators:
             self.line(f"{element} = {local};")
             del self.promoted[key]
+
+    def print_dsp_dot_product(
+        self, dot: loops.DotProduct, iv_c: str, iv_name: str, lower: str, upper: str
+    ) -> None:
+        """The Cortex-M DSP variant of an int8 dot product (`#if`; the caller prints the
+        portable loop as its `#else`): four elements per step, two SMLADs on sign-extended
+        byte pairs. Integer addition modulo 2**32 does not depend on the order: same result."""
+        self.module.uses_arm_dsp = True
+        local = self.promoted[dot.accumulator]
+        x4, w4 = self.names.fresh("x4"), self.names.fresh("w4")
+        self.print_string("#if defined(__ARM_FEATURE_DSP)\n", indent=0)
+        self.print_string("#pragma GCC unroll 4\n", indent=0)
+        self.line(f"for ({iv_c} {iv_name} = {lower}; {iv_name} < {upper}; {iv_name} += 4) {{")
+        with self.indented():
+            for word, load in ((x4, dot.x), (w4, dot.w)):
+                view = self.mem(load.memref)
+                index = self.element_index(view, load.indices)
+                self.line(f"int32_t {word};")
+                self.line(f"memcpy(&{word}, {view.name} + {index}, 4);")
+
+            def odd(word: str) -> str:
+                return f"(int32_t)(((uint32_t){word} >> 8) | ((uint32_t){word} << 24))"
+
+            self.line(f"{local} = __smlad(__sxtb16({x4}), __sxtb16({w4}), {local});")
+            self.line(f"{local} = __smlad(__sxtb16({odd(x4)}), __sxtb16({odd(w4)}), {local});")
+        self.line("}")
+        self.print_string("#else\n", indent=0)
 
     def move_out_of_loop(
         self, op: scf.ForOp

@@ -621,6 +621,11 @@ def emit_source(module: ModuleOp, prefix: str, entry_name: str) -> str:
         "#include <stddef.h>",
         "#include <stdint.h>",
         "#include <string.h>",
+        *(
+            ["#if defined(__ARM_FEATURE_DSP)", "#include <arm_acle.h>", "#endif"]
+            if context.uses_arm_dsp
+            else []
+        ),
         "",
     ]
     for helper in sorted(context.helpers):
