@@ -210,9 +210,10 @@ def markdown(rows: list[Row], baseline: dict[str, dict[str, float]] | None, labe
         )
     lines += [
         "",
-        "`.bss` is the internal workspace pool (the plan report's size rounded up by nothing: "
-        "they are equal), `.rodata` the constant pool plus the model's small tables. Stack "
-        "used is what `<p>_run` wrote below its caller's stack pointer.",
+        "`.bss` is the internal workspace pool (compare with the plan report's workspace), "
+        "`.rodata` the constant pool plus the compiler's tables. Stack used is what `<p>_run` "
+        "wrote below its caller's stack pointer; the largest frame is the largest of the "
+        "model's functions alone (gcc inlines the operators into `<p>_run`).",
         "",
     ]
     return "\n".join(lines)
