@@ -203,8 +203,10 @@ def markdown(rows: list[Row], baseline: dict[str, dict[str, float]] | None, labe
         "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for row in rows:
+        before = (baseline or {}).get(f"{row.model}/{row.cpu}")
+        text = f"{row.text:,}" + (f" (before {int(before['text']):,})" if before else "")
         lines.append(
-            f"| {row.model} | {row.cpu} | {row.text:,} | {row.rodata:,} | {row.data:,} | "
+            f"| {row.model} | {row.cpu} | {text} | {row.rodata:,} | {row.data:,} | "
             f"{row.bss:,} | {row.workspace_report:,} | {row.workspace_lower_bound:,} | "
             f"{row.constant_report:,} | {row.largest_frame} | {row.stack_used} |"
         )
