@@ -33,10 +33,17 @@ def _check(comparison: firmware.Comparison) -> None:
 
 
 # Every example but mobilenetv2 (the largest: minutes of compile time) on the M4F; the M3
-# (soft float, no DSP instructions) on the smallest.
+# (soft float, no DSP instructions) and the M7 on kws.
 @pytest.mark.parametrize(
     ("name", "cpu"),
-    [("kws", "m4f"), ("resnet8", "m4f"), ("ad", "m4f"), ("vww", "m4f"), ("kws", "m3")],
+    [
+        ("kws", "m4f"),
+        ("resnet8", "m4f"),
+        ("ad", "m4f"),
+        ("vww", "m4f"),
+        ("kws", "m3"),
+        ("kws", "m7"),
+    ],
 )
 def test_example_runs_on_cortex_m_like_on_x86(name: str, cpu: str, tmp_path: Path) -> None:
     model = _model(name)
@@ -58,9 +65,8 @@ def test_pools_with_a_section_are_linked_into_their_region(tmp_path: Path) -> No
     assert '__attribute__((section(".sram2_bss")))' in model.source
     comparison = firmware.compare(model, tmp_path, firmware.CPUS["m4f"], DATA_SEEDS)
     _check(comparison)
-    region = range(
-        firmware.EXTRA_REGION_ORIGIN, firmware.EXTRA_REGION_ORIGIN + firmware.EXTRA_REGION_BYTES
-    )
+    origin = firmware.CPUS["m4f"].extra_region
+    region = range(origin, origin + firmware.EXTRA_REGION_BYTES)
     elf = comparison.firmware.elf
     for symbol in ("sram2_pool", "weights_pool"):
         address = firmware.symbol_address(elf, symbol)

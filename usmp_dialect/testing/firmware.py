@@ -4,7 +4,7 @@ A `FirmwareModel` is any generated C source and header (`usmp-opt ... -t c` / `-
 with its C prefix and the byte sizes of its inputs and outputs; `model_from_file` makes one from
 any input `usmp-opt` reads (`.mlir`, and every frontend it registers), `model_from_module` from
 a planned module. For a model and a CPU (`CPUS`: `m4f` Cortex-M4 hard float on QEMU's
-`mps2-an386`, `m3` Cortex-M3 soft float on `mps2-an385`):
+`mps2-an386`, `m3` Cortex-M3 soft float on `mps2-an385`, `m7` Cortex-M7 on `mps2-an500`):
 
 * `harness_source` is a C `main` (the same text for both builds) that fills the inputs from a
   seeded xorshift generator, runs the model and prints every output in hex (the format of the
@@ -17,8 +17,8 @@ a planned module. For a model and a CPU (`CPUS`: `m4f` Cortex-M4 hard float on Q
   what the model itself calls (`memmove`, math functions).
 * `linker_script` places the code and constants in SSRAM1 (the "flash", 4 MiB at 0), data, bss and
   the stack in SSRAM2/3 (4 MiB at 0x20000000), and any named pool section (`section = ".x"` on
-  a pool, SPEC §11) in PSRAM (16 MiB at 0x21000000): workspace sections `NOLOAD` and zeroed at
-  reset, constant sections loaded.
+  a pool, SPEC §11) in the board's 16 MiB PSRAM (0x21000000; 0x60000000 on the AN500):
+  workspace sections `NOLOAD` and zeroed at reset, constant sections loaded.
 * `build_firmware` cross-compiles with `arm-none-eabi-gcc` under the strict warning set;
   `run_firmware` runs the ELF under `qemu-system-arm -nographic -semihosting` with a timeout;
   `run_native` builds and runs the same harness with the host gcc; `compare` runs both.
@@ -50,9 +50,8 @@ QEMU = "qemu-system-arm"
 OUTPUT_PREFIX = "# "
 """Lines the firmware prints beyond the outputs (measurements): not compared."""
 
-# The extra region of the linker script (PSRAM of the MPS2 boards), for named pool sections.
-EXTRA_REGION_ORIGIN = 0x21000000
 EXTRA_REGION_BYTES = 16 * 1024 * 1024
+"""The size of the linker script's extra region (for named pool sections)."""
 
 
 @dataclass(frozen=True)
@@ -63,6 +62,8 @@ class Cpu:
     flags: tuple[str, ...]
     machine: str
     has_fpu: bool
+    extra_region: int = 0x21000000
+    """Where the board has the 16 MiB RAM the named pool sections go to (its PSRAM)."""
 
 
 CPUS: dict[str, Cpu] = {
@@ -73,6 +74,13 @@ CPUS: dict[str, Cpu] = {
         True,
     ),
     "m3": Cpu("m3", ("-mcpu=cortex-m3", "-mthumb", "-mfloat-abi=soft"), "mps2-an385", False),
+    "m7": Cpu(
+        "m7",
+        ("-mcpu=cortex-m7", "-mthumb", "-mfloat-abi=hard", "-mfpu=fpv5-d16"),
+        "mps2-an500",
+        True,
+        0x60000000,
+    ),
 }
 
 
@@ -442,7 +450,7 @@ __attribute__((section(".vectors"), used)) static void (*const vectors[16])(void
 """
 
 
-def linker_script(sections: Sequence[tuple[str, str]] = ()) -> str:
+def linker_script(sections: Sequence[tuple[str, str]] = (), extra_region: int = 0x21000000) -> str:
     """The memory map of the MPS2 boards; each (section, kind) goes to the extra region."""
     workspace = [name for name, kind in sections if kind == "workspace"]
     constant = [name for name, kind in sections if kind != "workspace"]
@@ -453,7 +461,7 @@ MEMORY
 {{
   FLASH (rx) : ORIGIN = 0x00000000, LENGTH = 4M
   RAM (rwx) : ORIGIN = 0x20000000, LENGTH = 4M
-  EXTRA (rwx) : ORIGIN = {EXTRA_REGION_ORIGIN:#010x}, LENGTH = {EXTRA_REGION_BYTES // 1024}K
+  EXTRA (rwx) : ORIGIN = {extra_region:#010x}, LENGTH = {EXTRA_REGION_BYTES // 1024}K
 }}
 ENTRY(reset_handler)
 SECTIONS
@@ -554,7 +562,7 @@ def build_firmware(
     them with the harness's linker script (`-fstack-usage` writes `model.su`)."""
     write_sources(model, directory, data_seeds)
     (directory / "startup.c").write_text(STARTUP_SOURCE)
-    (directory / "firmware.ld").write_text(linker_script(model.sections))
+    (directory / "firmware.ld").write_text(linker_script(model.sections, cpu.extra_region))
     base = [ARM_GCC, *cpu.flags, optimization, "-ffunction-sections", "-fdata-sections"]
     objects: list[str] = []
     for name, flags in (
