@@ -86,3 +86,34 @@ def test_model_object_sizes_are_reported(tmp_path: Path) -> None:
     assert sizes[".bss"] >= 21376
     assert sizes[".data"] == 0
     assert sizes[".text"] > 0
+
+
+_TINY_HEADER = """#include <stdint.h>
+struct usmp_default_inputs { void* input; };
+struct usmp_default_outputs { void* output; };
+int32_t usmp_default_run(struct usmp_default_inputs* inputs, struct usmp_default_outputs* outputs);
+"""
+_TINY_SOURCE = """#include "usmp_default.h"
+int32_t usmp_default_run(struct usmp_default_inputs* inputs, struct usmp_default_outputs* outputs) {
+  const int8_t* in = (const int8_t*)inputs->input;
+  int8_t* out = (int8_t*)outputs->output;
+  for (int i = 0; i < 4; ++i) out[i] = (int8_t)(in[i] + OFFSET);
+  return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("offset", ["1", "(__ARM_ARCH == 0)"])
+def test_a_firmware_that_computes_otherwise_is_reported(offset: str, tmp_path: Path) -> None:
+    """Any generated C and its I/O sizes run through the harness; an output the Cortex-M build
+    computes differently (here: only on Arm) is a mismatch."""
+    model = firmware.FirmwareModel(
+        "tiny",
+        f"#ifndef __ARM_ARCH\n#define __ARM_ARCH 0\n#endif\n#define OFFSET {offset}\n"
+        + _TINY_SOURCE,
+        _TINY_HEADER,
+        (firmware.Tensor("input", 4),),
+        (firmware.Tensor("output", 4),),
+    )
+    comparison = firmware.compare(model, tmp_path, firmware.CPUS["m3"], DATA_SEEDS)
+    assert comparison.ok == (offset == "1"), comparison.mismatches
