@@ -6,6 +6,7 @@ read-only data (weights). Pools are declared in preference order.
 ```mlir
 pool.workspace @sram {size_hint_bytes = 65536 : i64, targets = ["c"]}
 pool.workspace @dram {targets = ["c", "accel"], internal}
+pool.workspace @dtcm {internal, section = ".dtcm"}
 pool.constant @flash {targets = ["c"]}
 %base = pool.base @sram : memref<11424xi8>
 ```
@@ -13,6 +14,7 @@ pool.constant @flash {targets = ["c"]}
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Mapping, Set
 from dataclasses import dataclass
 from typing import ClassVar, Generic, TypeVar
@@ -53,6 +55,8 @@ from xdsl.utils.exceptions import VerifyException
 
 DEFAULT_POOL_ALIGNMENT_BYTES = 16
 DEFAULT_TARGETS = ("c",)
+SECTION_NAME = re.compile(r"[A-Za-z0-9_.$]+")
+"""What a `section` may be: a name the C attribute and a linker script both take as written."""
 
 # The integer properties of a pool, with the smallest value each may take.
 POOL_INTEGER_PROPERTIES: dict[str, int] = {
@@ -227,6 +231,8 @@ class PoolOpBase(IRDLOperation):
     size_hint_bytes = opt_prop_def(i64_constraint("size_hint_bytes"))
     alignment = opt_prop_def(i64_constraint("alignment"))
     internal = opt_prop_def(Described(UnitAttr, "internal", "a unit attribute (just `internal`)"))
+    # The linker section the generated C places an internal pool in (SPEC §11).
+    section = opt_prop_def(Described(StringAttr, "section", 'a string (e.g. ".dtcm")'))
     size_bytes = opt_prop_def(i64_constraint("size_bytes"))
     clock_frequency_hz = opt_prop_def(i64_constraint("clock_frequency_hz"))
     read_bandwidth_bytes_per_cycle = opt_prop_def(i64_constraint("read_bandwidth_bytes_per_cycle"))
@@ -254,6 +260,7 @@ class PoolOpBase(IRDLOperation):
         size_hint_bytes: int | None = None,
         alignment: int | None = None,
         internal: bool = False,
+        section: str | None = None,
         size_bytes: int | None = None,
         target_burst_bytes: Mapping[str, int] | None = None,
         **performance: int,
@@ -264,6 +271,7 @@ class PoolOpBase(IRDLOperation):
             "sym_name": StringAttr(name),
             "targets": None if targets is None else ArrayAttr([StringAttr(t) for t in targets]),
             "internal": UnitAttr() if internal else None,
+            "section": None if section is None else StringAttr(section),
             "target_burst_bytes": None
             if target_burst_bytes is None
             else DictionaryAttr({t: IntegerAttr(b, 64) for t, b in target_burst_bytes.items()}),
@@ -306,6 +314,11 @@ class PoolOpBase(IRDLOperation):
     def is_internal(self) -> bool:
         return self.internal is not None
 
+    @property
+    def section_name(self) -> str | None:
+        """The linker section of the pool's C array (None: the compiler's default)."""
+        return None if self.section is None else self.section.data
+
     def verify_(self) -> None:
         where = f"pool @{self.pool_name}"
         parent = self.parent_op()
@@ -322,6 +335,17 @@ class PoolOpBase(IRDLOperation):
         alignment = self.alignment_bytes
         if alignment & (alignment - 1):
             raise VerifyException(f"{where}: alignment {alignment} is not a power of two")
+        section = self.section_name
+        if section is not None and not SECTION_NAME.fullmatch(section):
+            raise VerifyException(
+                f"{where}: section {section!r} is not a linker section name (letters, digits, "
+                "'_', '.', '$', not empty)"
+            )
+        if section is not None and not self.is_internal:
+            raise VerifyException(
+                f"{where}: section needs an internal pool (the application defines an external "
+                "pool's memory and places it itself)"
+            )
         targets = self.target_names
         if not targets:
             raise VerifyException(f"{where}: targets must not be empty")

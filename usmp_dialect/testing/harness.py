@@ -5,8 +5,9 @@ For one generated program and each algorithm A, in this process (no driver start
 parse, run `usmp{algorithm=A workspace-io=...}`, print the C source and header (targets `c`
 and `c-header`); the same with `algorithm=no_reuse` (the reference lowering: every buffer has
 its own bytes). A small generated C `main` fills the inputs with the same pseudo-random data,
-runs the model and prints every output in hex. Each lowering is compiled with
-`gcc -std=c11 -Wall -Wextra -Werror` (the planned ones also with
+runs the model and prints every output in hex. Each lowering is compiled with the strict
+warning set of SPEC §11 (`STRICT_FLAGS`: `-std=c11 -Wall -Wextra -Werror -Wpedantic
+-Wcast-align=strict -Wconversion -Wshadow -Wdouble-promotion`; the planned ones also with
 `-fsanitize=address,undefined`), run, and the outputs must be identical.
 
 Compilation and runs go to a thread pool (gcc and the programs run in parallel with the
@@ -35,7 +36,28 @@ from usmp_dialect.testing.generator import GeneratedProgram
 
 REFERENCE_ALGORITHM = "no_reuse"
 PREFIX = "model"
-COMMON_FLAGS = ("-std=c11", "-Wall", "-Wextra", "-Werror")
+STRICT_FLAGS = (
+    "-std=c11",
+    "-Wall",
+    "-Wextra",
+    "-Werror",
+    "-Wpedantic",
+    "-Wcast-align=strict",
+    "-Wconversion",
+    "-Wshadow",
+    "-Wdouble-promotion",
+)
+"""The embedded warning set the generated C is clean under (SPEC §11), for gcc."""
+
+
+def strict_flags(cc: str) -> tuple[str, ...]:
+    """`STRICT_FLAGS` for the compiler `cc` (clang spells `-Wcast-align=strict` as
+    `-Wcast-align`, which is always strict there)."""
+    if "clang" in Path(cc).name:
+        return tuple("-Wcast-align" if f == "-Wcast-align=strict" else f for f in STRICT_FLAGS)
+    return STRICT_FLAGS
+
+
 REFERENCE_FLAGS = ("-O1",)
 """The reference build is optimised (gcc's flow warnings need it)."""
 SANITIZE_FLAGS = ("-O0", "-g", "-fsanitize=address,undefined", "-fno-sanitize-recover=all")
@@ -296,7 +318,7 @@ def compile_and_run(
     executable = directory / "program"
     command = [
         cc,
-        *COMMON_FLAGS,
+        *strict_flags(cc),
         *(SANITIZE_FLAGS if sanitize else REFERENCE_FLAGS),
         "-I",
         str(directory),

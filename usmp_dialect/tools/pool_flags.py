@@ -5,6 +5,7 @@ Every flag takes comma-separated items and may be repeated:
     --workspace-pools=sram,dram --workspace-pools-targets=sram:c,sram:accel
     --workspace-pools-size-hint-bytes=sram:65536 --workspace-pools-target-burst-bytes=sram:c:8
     --constant-pools=flash --internal-pools=dram
+    --workspace-pools-section=dram:.dtcm
 
 Parsing is plain data (`PoolDeclaration`); only `declare_pools` builds IR.
 """
@@ -71,6 +72,8 @@ class PoolDeclaration:
     target_burst_bytes: tuple[tuple[str, int], ...]
     """(target, burst size in bytes) pairs in the order given."""
     internal: bool
+    section: str | None = None
+    """The linker section of an internal pool (SPEC §11)."""
 
 
 def _dest(flag: str) -> str:
@@ -111,6 +114,11 @@ def add_pool_arguments(parser: argparse.ArgumentParser) -> None:
             f"{prefix}-target-burst-bytes",
             "POOL:TARGET:N[,...]",
             "burst size in bytes of a target accessing the pool",
+        )
+        add_list_flag(
+            f"{prefix}-section",
+            "POOL:SECTION[,...]",
+            f"linker section of an internal {kind} pool's C array, e.g. sram:.dtcm",
         )
     add_list_flag(
         "--internal-pools",
@@ -160,6 +168,7 @@ class _KindFlags:
         self.targets: dict[str, list[str]] = {name: [] for name in names}
         self.integers: dict[str, dict[str, int]] = {name: {} for name in names}
         self.bursts: dict[str, dict[str, int]] = {name: {} for name in names}
+        self.sections: dict[str, str] = {}
 
     def check_listed(self, pool: str, flag: str, other: _KindFlags) -> None:
         if pool in self.targets:
@@ -219,6 +228,20 @@ def _read_properties(args: argparse.Namespace, pools: _KindFlags, other: _KindFl
             raise PoolFlagError(f"{flag} gives target '{target}' of pool '{pool}' twice")
         pools.bursts[pool][target] = value
 
+    from usmp_dialect.dialects.pool import SECTION_NAME
+
+    flag = f"{pools.flag}-section"
+    for item in _items(getattr(args, _dest(flag)), flag):
+        pool, section = _split(item, flag, "POOL:SECTION")
+        pools.check_listed(pool, flag, other)
+        if not SECTION_NAME.fullmatch(section):
+            raise PoolFlagError(
+                f"invalid {flag} item '{item}': '{section}' is not a linker section name"
+            )
+        if pool in pools.sections:
+            raise PoolFlagError(f"{flag} gives pool '{pool}' a section twice")
+        pools.sections[pool] = section
+
 
 def pool_declarations(args: argparse.Namespace) -> tuple[PoolDeclaration, ...]:
     """The pools the flags declare: workspace pools, then constant pools, each in flag order.
@@ -246,6 +269,13 @@ def pool_declarations(args: argparse.Namespace) -> tuple[PoolDeclaration, ...]:
         if name in internal:
             raise PoolFlagError(f"--internal-pools lists pool '{name}' twice")
         internal.append(name)
+    for pools in (workspace, constant):
+        for name in pools.sections:
+            if name not in internal:
+                raise PoolFlagError(
+                    f"--{pools.kind}-pools-section places pool '{name}', which is external "
+                    "(the application defines its memory); name it in --internal-pools"
+                )
 
     declarations: list[PoolDeclaration] = []
     for pools in (workspace, constant):
@@ -263,6 +293,7 @@ def pool_declarations(args: argparse.Namespace) -> tuple[PoolDeclaration, ...]:
                     ),
                     target_burst_bytes=tuple(pools.bursts[name].items()),
                     internal=name in internal,
+                    section=pools.sections.get(name),
                 )
             )
     return tuple(declarations)
@@ -312,6 +343,8 @@ def declare_pools(module: ModuleOp, declarations: Sequence[PoolDeclaration]) -> 
             )
         if declaration.internal:
             properties["internal"] = UnitAttr()
+        if declaration.section is not None:
+            properties["section"] = StringAttr(declaration.section)
         op_type = WorkspacePoolOp if declaration.kind == "workspace" else ConstantPoolOp
         pool_ops.append(op_type.create(properties=properties))
 

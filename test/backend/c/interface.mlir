@@ -40,16 +40,16 @@ func.func @main(%input: memref<2xf32>, %output: memref<2xf32>) {
 // CHECK:      static void scale(const float* x, const float* w, float* y, uint8_t* global_workspace);
 // CHECK-LABEL: static void scale(const float* x, const float* w, float* y, uint8_t* global_workspace) {
 // CHECK-NEXT:    // buffer scratch: pool global_workspace, offset 32, 8 bytes
-// CHECK-NEXT:    float* scratch = (float*)(global_workspace + 32);
+// CHECK-NEXT:    float* scratch = (float*)(void*)(global_workspace + 32);
 // CHECK-LABEL: int32_t net_run(struct net_inputs* inputs, struct net_outputs* outputs) {
 // CHECK-NEXT:    const float* input = (const float*)inputs->input;
 // CHECK-NEXT:    float* output = (float*)outputs->output;
 // CHECK-NEXT:    uint8_t* global_workspace = global_workspace_pool;
 // CHECK-NEXT:    const uint8_t* global_constant = global_constant_pool;
 // CHECK-NEXT:    // buffer w: pool global_constant, offset 0, 8 bytes
-// CHECK-NEXT:    const float* w = (const float*)global_constant;
+// CHECK-NEXT:    const float* w = (const float*)(const void*)global_constant;
 // CHECK-NEXT:    // buffer t: pool global_workspace, offset 0, 8 bytes
-// CHECK-NEXT:    float* t = (float*)global_workspace;
+// CHECK-NEXT:    float* t = (float*)(void*)global_workspace;
 // CHECK-NEXT:    scale(input, w, t, global_workspace);
 // CHECK-NEXT:    scale(t, w, output, global_workspace);
 // CHECK-NEXT:    return 0;

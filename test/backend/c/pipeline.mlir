@@ -47,7 +47,7 @@ func.func @main(%input: memref<8xf32>, %output: memref<8xf32>) {
 // CHECK-NEXT:    uint8_t* global_workspace = global_workspace_pool;
 // CHECK-NEXT:    const uint8_t* global_constant = global_constant_pool;
 // CHECK-NEXT:    // buffer w: pool global_constant, offset 0, 32 bytes
-// CHECK-NEXT:    const float* w = (const float*)global_constant;
+// CHECK-NEXT:    const float* w = (const float*)(const void*)global_constant;
 // CHECK-NEXT:    // buffer t: pool global_workspace, offset {{[0-9]+}}, 32 bytes
 // CHECK:         scale(input, w, t, global_workspace);
 // CHECK-NEXT:    relu(t, output);

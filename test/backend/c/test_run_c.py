@@ -1,9 +1,11 @@
 """End-to-end tests of the C backend: plan, print C, compile it, run it, compare with numpy.
 
 Every program of `programs.py` goes through `usmp-opt -p convert-linalg-to-loops,usmp -t c`
-(and `-t c-header`), is compiled with `gcc -std=c11 -Wall -Wextra -Werror` (and clang when
-installed), once plain and once with `-fsanitize=address,undefined`, and is run by a small C
-harness on seeded random data. Integers must match exactly, floats to 1e-5 relative.
+(and `-t c-header`), is compiled with `gcc` (and clang when installed) under the strict warning
+set of SPEC §11 (`strict_flags`: `-std=c11 -Wall -Wextra -Werror -Wpedantic -Wcast-align=strict
+-Wconversion -Wshadow -Wdouble-promotion`; the harness itself without the last five), once
+plain and once with `-fsanitize=address,undefined`, and is run by a small C harness on seeded
+random data. Integers must match exactly, floats to 1e-5 relative.
 Use cases: U1 (internal pools), U2 (two models sharing one external pool), U3 (several pools,
 internal and external, workspace and constant), U4 (inputs and outputs inside the pool).
 """
@@ -22,6 +24,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from usmp_dialect.testing.harness import strict_flags
 from usmp_dialect.testing.module_file import load_file
 from usmp_dialect.tools.usmp_opt import UsmpOptMain
 
@@ -156,7 +159,8 @@ def compile_and_run(directory: Path, sources: list[str], harness: str) -> None:
         objects: list[str] = []
         for source in sources:
             obj = directory / f"{Path(source).stem}_{cc}_{build}.o"
-            command = [cc, *CFLAGS, *BUILDS[build], "-c", source, "-o", str(obj)]
+            # The generated C under the strict embedded warning set (SPEC §11).
+            command = [cc, *strict_flags(cc), *BUILDS[build], "-c", source, "-o", str(obj)]
             result = subprocess.run(command, cwd=directory, capture_output=True, text=True)
             if result.returncode != 0:
                 return f"{' '.join(command)} failed:\n{result.stderr}"

@@ -216,3 +216,18 @@ pool.workspace @sram
 pool.workspace @sram
 %base = pool.base @sram : tensor<16xi8>
 // CHECK: Operation does not verify: pool.base of @sram must return a statically sized 1-D memref of i8 with identity layout (e.g. memref<1024xi8>), got tensor<16xi8>
+
+// -----
+
+pool.workspace @sram {internal, section = 7 : i64}
+// CHECK: Operation does not verify: 'section' must be a string (e.g. ".dtcm"), got 7 : i64
+
+// -----
+
+pool.workspace @sram {internal, section = "my section"}
+// CHECK: Operation does not verify: pool @sram: section 'my section' is not a linker section name (letters, digits, '_', '.', '$', not empty)
+
+// -----
+
+pool.constant @flash {section = ".flash_weights"}
+// CHECK: Operation does not verify: pool @flash: section needs an internal pool (the application defines an external pool's memory and places it itself)

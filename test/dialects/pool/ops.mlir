@@ -9,6 +9,7 @@ pool.workspace @plain
 pool.workspace @fast {alignment = 64 : i64, clock_frequency_hz = 1000000000 : i64, read_bandwidth_bytes_per_cycle = 16 : i64, write_bandwidth_bytes_per_cycle = 8 : i64, read_latency_cycles = 2 : i64, write_latency_cycles = 3 : i64, target_burst_bytes = {c = 8 : i64}}
 pool.constant @flash {targets = ["c"]}
 pool.constant @rom {internal, size_hint_bytes = 0 : i64}
+pool.workspace @dtcm {internal, section = ".dtcm"}
 
 // CHECK:      pool.workspace @sram {size_hint_bytes = 65536 : i64, targets = ["c"]}
 // CHECK-NEXT: pool.workspace @dram {targets = ["c", "accel"], internal}
@@ -16,6 +17,7 @@ pool.constant @rom {internal, size_hint_bytes = 0 : i64}
 // CHECK-NEXT: pool.workspace @fast {alignment = 64 : i64, clock_frequency_hz = 1000000000 : i64, read_bandwidth_bytes_per_cycle = 16 : i64, write_bandwidth_bytes_per_cycle = 8 : i64, read_latency_cycles = 2 : i64, write_latency_cycles = 3 : i64, target_burst_bytes = {c = 8 : i64}}
 // CHECK-NEXT: pool.constant @flash {targets = ["c"]}
 // CHECK-NEXT: pool.constant @rom {internal, size_hint_bytes = 0 : i64}
+// CHECK-NEXT: pool.workspace @dtcm {internal, section = ".dtcm"}
 
 // GENERIC:      "pool.workspace"() <{sym_name = "sram", size_hint_bytes = 65536 : i64, targets = ["c"]}> : () -> ()
 // GENERIC-NEXT: "pool.workspace"() <{sym_name = "dram", targets = ["c", "accel"], internal}> : () -> ()
@@ -23,6 +25,7 @@ pool.constant @rom {internal, size_hint_bytes = 0 : i64}
 // GENERIC-NEXT: "pool.workspace"() <{sym_name = "fast", alignment = 64 : i64, clock_frequency_hz = 1000000000 : i64, read_bandwidth_bytes_per_cycle = 16 : i64, write_bandwidth_bytes_per_cycle = 8 : i64, read_latency_cycles = 2 : i64, write_latency_cycles = 3 : i64, target_burst_bytes = {c = 8 : i64}}> : () -> ()
 // GENERIC-NEXT: "pool.constant"() <{sym_name = "flash", targets = ["c"]}> : () -> ()
 // GENERIC-NEXT: "pool.constant"() <{sym_name = "rom", internal, size_hint_bytes = 0 : i64}> : () -> ()
+// GENERIC-NEXT: "pool.workspace"() <{sym_name = "dtcm", internal, section = ".dtcm"}> : () -> ()
 
 // -----
 

@@ -8,6 +8,7 @@ prints as `a[i * 16 + j]`.
 
 from __future__ import annotations
 
+import math as pymath
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import singledispatchmethod
@@ -36,7 +37,7 @@ from xdsl.ir.affine import (
 from xdsl.utils.base_printer import BasePrinter
 from xdsl.utils.exceptions import DiagnosticException
 
-from usmp_dialect.backend.c import c_types
+from usmp_dialect.backend.c import c_types, loops
 from usmp_dialect.backend.c.names import NameTable
 from usmp_dialect.dialects import pool
 from usmp_dialect.dialects.usmp import buffer_size_bytes
@@ -205,6 +206,12 @@ class ModuleContext:
     global_names: NameTable
     dead_ops: set[Operation] = field(default_factory=set[Operation])
     helpers: set[str] = field(default_factory=set[str])
+    uses_math: bool = False
+    provenances: loops.Provenances = field(default_factory=loops.Provenances)
+    uses_arm_dsp: bool = False
+    """Whether a loop has a Cortex-M DSP variant (`<arm_acle.h>` under __ARM_FEATURE_DSP)."""
+    """Where memref values point (register accumulators and hoisted loads need it)."""
+    """Whether the printed code calls a `<math.h>` function or uses its macros (NAN, isnan)."""
 
 
 # The C helpers some ops need, printed once before the functions that use them.
@@ -327,6 +334,12 @@ class CFunctionPrinter(BasePrinter):
     )
     # Where `scf.yield` / `scf.condition` / `scf.reduce.return` write their operands.
     yield_targets: list[str] = field(default_factory=list[str], init=False)
+    # Elements an enclosing loop keeps in a local (register accumulators), by (memref, indices).
+    promoted: dict[tuple[SSAValue, loops.IndexKey], str] = field(
+        default_factory=dict[tuple[SSAValue, loops.IndexKey], str], init=False
+    )
+    # Loads an enclosing loop made once before it: the local holding the value.
+    hoisted: dict[Operation, str] = field(default_factory=dict[Operation, str], init=False)
 
     # ---- output helpers ----------------------------------------------------------------
 
@@ -358,7 +371,10 @@ class CFunctionPrinter(BasePrinter):
         if isinstance(value, IntegerAttr) and c_types.is_integer(op.result.type):
             return c_types.int_literal(value.value.data, op.result.type)
         if isinstance(value, FloatAttr) and c_types.is_float(op.result.type):
-            return c_types.float_literal(value.value.data, op.result.type)
+            literal = c_types.float_literal(value.value.data, op.result.type)
+            if not pymath.isfinite(value.value.data):
+                self.module.uses_math = True  # NAN, INFINITY
+            return literal
         raise unsupported_op_error(op)
 
     def constant_int(self, value: SSAValue) -> int | None:
@@ -764,6 +780,8 @@ class CFunctionPrinter(BasePrinter):
             "uno": f"(isnan({a}) || isnan({b}))",
             "true": "1",
         }
+        if predicate in ("ord", "uno"):
+            self.module.uses_math = True
         self.define(op.result, expressions[predicate])
 
     @print_op.register
@@ -806,6 +824,7 @@ class CFunctionPrinter(BasePrinter):
             helper += "f" if is_f32 else ""
             self.module.helpers.add(helper)
             function = f"usmp_{helper}"
+        self.module.uses_math = True
         self.define(op.result, f"{function}({a}, {b})")
 
     @print_op.register(arith.ExtSIOp)
@@ -895,6 +914,7 @@ class CFunctionPrinter(BasePrinter):
         (operand,) = op.operands
         (result,) = op.results
         function = math_function(_MATH_UNARY[type(op)], result.type)
+        self.module.uses_math = True
         self.define(result, f"{function}({self.expr(operand)})")
 
     @print_op.register(math.Atan2Op)
@@ -904,17 +924,20 @@ class CFunctionPrinter(BasePrinter):
         lhs, rhs = op.operands
         (result,) = op.results
         function = math_function(_MATH_BINARY[type(op)], result.type)
+        self.module.uses_math = True
         self.define(result, f"{function}({self.expr(lhs)}, {self.expr(rhs)})")
 
     @print_op.register
     def _(self, op: math.RsqrtOp) -> None:
         one = "1.0f" if c_types.width(op.result.type) == 32 else "1.0"
         sqrt = math_function("sqrt", op.result.type)
+        self.module.uses_math = True
         self.define(op.result, f"{one} / {sqrt}({self.expr(op.operand)})")
 
     @print_op.register
     def _(self, op: math.FmaOp) -> None:
         function = math_function("fma", op.result.type)
+        self.module.uses_math = True
         self.define(
             op.result,
             f"{function}({self.expr(op.a)}, {self.expr(op.b)}, {self.expr(op.c)})",
@@ -954,6 +977,13 @@ class CFunctionPrinter(BasePrinter):
 
     @print_op.register
     def _(self, op: memref.LoadOp) -> None:
+        if op in self.hoisted:
+            self.scalars[op.res] = self.hoisted[op]
+            return
+        local = self.promoted.get((op.memref, loops.index_key(op.indices)))
+        if local is not None:
+            self.define(op.res, local)  # a copy: a later store may change the local
+            return
         view = self.mem(op.memref)
         self.define(op.res, f"{view.name}[{self.element_index(view, op.indices)}]")
 
@@ -964,6 +994,10 @@ class CFunctionPrinter(BasePrinter):
             raise DiagnosticException(
                 f"C backend: 'memref.store' into read-only data {describe_location(op)}"
             )
+        local = self.promoted.get((op.memref, loops.index_key(op.indices)))
+        if local is not None:
+            self.line(f"{local} = {self.expr(op.value)};")
+            return
         self.line(f"{view.name}[{self.element_index(view, op.indices)}] = {self.expr(op.value)};")
 
     @print_op.register
@@ -975,12 +1009,17 @@ class CFunctionPrinter(BasePrinter):
         source = self.mem(op.source)
         result_type = op.result.type
         assert isinstance(result_type, MemRefType)
-        pointer_c = f"{'const ' if source.const else ''}{c_types.c_type(result_type.element_type)}*"
+        qualifier = "const " if source.const else ""
+        element_c = c_types.c_type(result_type.element_type)
         offset = self.constant_int(op.byte_shift)
         shift = str(offset) if offset is not None else self.expr(op.byte_shift)
         base = source.name if shift == "0" else f"({source.name} + {shift})"
+        if element_c not in ("int8_t", "uint8_t") or source.element_c not in ("int8_t", "uint8_t"):
+            # Through `void*`: the planner aligned the offset (and the pool array) for the
+            # element type, which -Wcast-align=strict cannot see from a byte pointer.
+            base = f"({qualifier}void*){base}"
         comment = self.buffer_comment(op) if "usmp.buffer" in op.attributes else None
-        self.define_memref(op.result, source, f"({pointer_c}){base}", comment)
+        self.define_memref(op.result, source, f"({qualifier}{element_c}*){base}", comment)
 
     def pool_of(self, value: SSAValue) -> str | None:
         """The pool a pool-base value stands for."""
@@ -1186,16 +1225,83 @@ class CFunctionPrinter(BasePrinter):
             self.scalars[result] = name
             self.scalars[argument] = name
             carried.append(name)
+        accumulators = self.move_out_of_loop(op)
         iv_name = self.fresh_name(iv, "i")
         self.scalars[iv] = iv_name
         iv_c = c_types.c_type(iv.type)
         lower, upper, step = self.expr(op.lb), self.expr(op.ub), self.expr(op.step)
+        dot = loops.int8_dot_product(op, set(self.promoted), lambda value: self.mem(value).strides)
+        if dot is not None:
+            self.print_dsp_dot_product(dot, iv_c, iv_name, lower, upper)
+        unroll = loops.unroll_factor(op)
+        if unroll is not None:
+            self.print_string(f"#pragma GCC unroll {unroll}\n", indent=0)
         self.line(f"for ({iv_c} {iv_name} = {lower}; {iv_name} < {upper}; {iv_name} += {step}) {{")
         self.print_region_with_targets(op.body, carried)
         self.line("}")
+        if dot is not None:
+            self.print_string("#endif\n", indent=0)
         for result, argument, name in zip(op.res, op.body.block.args[1:], carried, strict=True):
             if not result.uses and not argument.uses:
                 self.line(f"(void){name};")
+        for key, element, local in accumulators:
+            self.line(f"{element} = {local};")
+            del self.promoted[key]
+
+    def print_dsp_dot_product(
+        self, dot: loops.DotProduct, iv_c: str, iv_name: str, lower: str, upper: str
+    ) -> None:
+        """The Cortex-M DSP variant of an int8 dot product (`#if`; the caller prints the
+        portable loop as its `#else`): four elements per step, two SMLADs on sign-extended
+        byte pairs. Integer addition modulo 2**32 does not depend on the order: same result."""
+        self.module.uses_arm_dsp = True
+        local = self.promoted[dot.accumulator]
+        x4, w4 = self.names.fresh("x4"), self.names.fresh("w4")
+        self.print_string("#if defined(__ARM_FEATURE_DSP)\n", indent=0)
+        self.print_string("#pragma GCC unroll 4\n", indent=0)
+        self.line(f"for ({iv_c} {iv_name} = {lower}; {iv_name} < {upper}; {iv_name} += 4) {{")
+        with self.indented():
+            for word, load in ((x4, dot.x), (w4, dot.w)):
+                view = self.mem(load.memref)
+                index = self.element_index(view, load.indices)
+                self.line(f"int32_t {word};")
+                self.line(f"memcpy(&{word}, {view.name} + {index}, 4);")
+
+            def odd(word: str) -> str:
+                return f"(int32_t)(((uint32_t){word} >> 8) | ((uint32_t){word} << 24))"
+
+            self.line(f"{local} = __smlad(__sxtb16({x4}), __sxtb16({w4}), {local});")
+            self.line(f"{local} = __smlad(__sxtb16({odd(x4)}), __sxtb16({odd(w4)}), {local});")
+        self.line("}")
+        self.print_string("#else\n", indent=0)
+
+    def move_out_of_loop(
+        self, op: scf.ForOp
+    ) -> list[tuple[tuple[SSAValue, loops.IndexKey], str, str]]:
+        """Prints the loads `loops.plan_loop` moves before `op` (register accumulators and
+        hoisted loads); returns (key, C element, local) of each accumulator to store back."""
+        plan = loops.plan_loop(op, self.module.provenances, set(self.promoted), set(self.hoisted))
+        accumulators: list[tuple[tuple[SSAValue, loops.IndexKey], str, str]] = []
+        for value, key, indices in plan.accumulators:
+            view = self.mem(value)
+            element = f"{view.name}[{self.element_index(view, indices)}]"
+            local = self.names.fresh(f"{view.name}_acc")
+            self.line(f"{view.element_c} {local} = {element};")
+            self.promoted[(value, key)] = local
+            accumulators.append(((value, key), element, local))
+        for load in plan.hoisted:
+            if load in self.module.dead_ops:
+                continue
+            view = self.mem(load.memref)
+            local = self.names.fresh(f"{load.res.name_hint or view.name}_invariant")
+            self.line(
+                f"{view.element_c} {local} = {view.name}[{self.element_index(view, load.indices)}];"
+            )
+            self.hoisted[load] = local
+        for load, first in plan.same_load.items():
+            if first in self.hoisted:
+                self.hoisted[load] = self.hoisted[first]
+        return accumulators
 
     @print_op.register
     def _(self, op: scf.YieldOp) -> None:
