@@ -1,6 +1,6 @@
-"""The MLPerf Tiny int8 models on an emulated Cortex-M (QEMU mps2-an386 / an385): cross-compiled under the
-strict warning set, their outputs must equal the x86 build's bit for bit; a pool given a linker
-section lands in its own memory region of the linked firmware."""
+"""The MLPerf Tiny int8 models on an emulated Cortex-M (QEMU mps2-an386 / an385):
+cross-compiled under the strict warning set, their outputs must equal the x86 build's bit for
+bit; a pool given a linker section lands in its own memory region of the linked firmware."""
 
 from __future__ import annotations
 
