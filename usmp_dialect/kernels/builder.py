@@ -232,6 +232,8 @@ class KernelBuilder:
     ) -> Sequence[Value]:
         """`scf.for` from `lower` to `upper`; `body(iv, carried)` returns the next carried
         values (an empty sequence when there are none). Returns the final carried values."""
+        if isinstance(lower, int) and isinstance(upper, int) and upper - lower == step:
+            return list(body(self.index(lower), carried))  # one iteration: no loop
         block = Block(arg_types=[INDEX, *(value.type for value in carried)])
 
         def build() -> Sequence[Value]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 from xdsl.dialects.builtin import IntegerType, MemRefType, f32, i32
 from xdsl.ir import Attribute
 
@@ -30,11 +31,28 @@ class Window:
 
 @dataclass(frozen=True, eq=False)
 class QuantizedConv:
-    """int8 arithmetic: `acc += (x + input_offset) * (w + filter_offset)`, then requantise."""
+    """int8 arithmetic: `acc += (x + input_offset) * (w + filter_offset)`, then requantise.
+
+    `folded_bias` (see `fold_input_offset`), when given, is the bias plus `input_offset` times
+    each output channel's filter sum: where the whole window lies in the input, the kernel
+    computes `acc += x * w` from it, the same int32 sum modulo 2**32 with one operation less
+    per multiply-accumulate (CMSIS-NN's trick; only with `filter_offset == 0`)."""
 
     input_offset: int
     requantization: Requantization
     filter_offset: int = 0
+    folded_bias: tuple[str, MemRefType] | None = None
+
+
+def fold_input_offset(
+    weights: np.ndarray, bias: np.ndarray | None, input_offset: int, depthwise: bool
+) -> np.ndarray:
+    """`bias + input_offset * sum(filter of each output channel)`, wrapped to int32 as the
+    kernel's arithmetic wraps (filters OHWI, or 1HWC for depthwise ones)."""
+    axes = (0, 1, 2) if depthwise else tuple(range(1, weights.ndim))
+    sums = weights.astype(np.int64).sum(axis=axes)
+    total = sums * input_offset + (0 if bias is None else bias.astype(np.int64))
+    return ((total + 2**31) % 2**32 - 2**31).astype(np.int32)
 
 
 @dataclass(frozen=True)
@@ -117,7 +135,6 @@ def conv2d(
     padded_w = _needs_bounds(width, out_width, kernel_width, stride_w, dilation_w, pad_left)
     op, kernel, (source, target) = function(name, [("input", input_type), ("output", output_type)])
     weights = kernel.get_global(*filters)
-    bias_value = kernel.get_global(*bias) if bias is not None else None
     quantized = isinstance(arithmetic, QuantizedConv)
     accumulator_type = i32 if quantized else f32
     element = output_type.element_type
@@ -127,10 +144,23 @@ def conv2d(
         else None
     )
 
-    def product(x: Value, w: Value) -> Value:
+    folded = (
+        kernel.get_global(*arithmetic.folded_bias)
+        if isinstance(arithmetic, QuantizedConv)
+        and arithmetic.folded_bias is not None
+        and arithmetic.filter_offset == 0
+        else None
+    )
+    # The bias as given serves the windows that leave the input (or every window, unfolded).
+    clipping = folded is None or padded_h or padded_w
+    bias_value = kernel.get_global(*bias) if bias is not None and clipping else None
+
+    def product(x: Value, w: Value, offsets: bool) -> Value:
         if isinstance(arithmetic, QuantizedConv):
-            x = kernel.add(kernel.cast(x, i32), arithmetic.input_offset)
-            w = kernel.add(kernel.cast(w, i32), arithmetic.filter_offset)
+            x, w = kernel.cast(x, i32), kernel.cast(w, i32)
+            if offsets:
+                x = kernel.add(x, arithmetic.input_offset)
+                w = kernel.add(w, arithmetic.filter_offset)
         return kernel.mul(w, x)
 
     def element_at(
@@ -147,29 +177,65 @@ def conv2d(
         origin_x, x_start, x_end = columns
         zero = kernel.constant(0, accumulator_type)
 
-        def over_y(ky: Value, acc: tuple[Value, ...]) -> list[Value]:
-            in_y = kernel.add(origin_y, kernel.mul(ky, dilation_h))
+        def accumulate(
+            y_taps: tuple[Value | int, Value | int],
+            x_taps: tuple[Value | int, Value | int],
+            offsets: bool,
+        ) -> Value:
+            def over_y(ky: Value, acc: tuple[Value, ...]) -> list[Value]:
+                in_y = kernel.add(origin_y, kernel.mul(ky, dilation_h))
 
-            def over_x(kx: Value, acc_x: tuple[Value, ...]) -> list[Value]:
-                in_x = kernel.add(origin_x, kernel.mul(kx, dilation_w))
-                if in_c is not None:  # depthwise: one input channel per output channel
-                    x = kernel.load(source, [batch, in_y, in_x, in_c])
-                    w = kernel.load(weights, [0, ky, kx, out_c])
-                    return [kernel.add(acc_x[0], product(x, w))]
+                def over_x(kx: Value, acc_x: tuple[Value, ...]) -> list[Value]:
+                    in_x = kernel.add(origin_x, kernel.mul(kx, dilation_w))
+                    if in_c is not None:  # depthwise: one input channel per output channel
+                        x = kernel.load(source, [batch, in_y, in_x, in_c])
+                        w = kernel.load(weights, [0, ky, kx, out_c])
+                        return [kernel.add(acc_x[0], product(x, w, offsets))]
 
-                def over_c(ic: Value, acc_c: tuple[Value, ...]) -> list[Value]:
-                    x = kernel.load(source, [batch, in_y, in_x, ic])
-                    w = kernel.load(weights, [out_c, ky, kx, ic])
-                    return [kernel.add(acc_c[0], product(x, w))]
+                    def over_c(ic: Value, acc_c: tuple[Value, ...]) -> list[Value]:
+                        x = kernel.load(source, [batch, in_y, in_x, ic])
+                        w = kernel.load(weights, [out_c, ky, kx, ic])
+                        return [kernel.add(acc_c[0], product(x, w, offsets))]
 
-                return list(kernel.loop(0, in_channels, over_c, acc_x))
+                    return list(kernel.loop(0, in_channels, over_c, acc_x))
 
-            return list(kernel.loop(x_start, x_end, over_x, acc))
+                return list(kernel.loop(*x_taps, over_x, acc))
 
-        (total,) = kernel.loop(y_start, y_end, over_y, [zero])
-        result = accumulated_output(
-            kernel, total, out_c, bias_value, requantize, arithmetic, element
-        )
+            (total,) = kernel.loop(*y_taps, over_y, [zero])
+            return total
+
+        def with_bias(total: Value, channel_bias: Value | None) -> Value:
+            return (
+                total
+                if channel_bias is None
+                else kernel.add(total, kernel.load(channel_bias, [out_c]))
+            )
+
+        def clipped() -> list[Value]:
+            taps = accumulate((y_start, y_end), (x_start, x_end), offsets=True)
+            return [with_bias(taps, bias_value)]
+
+        if folded is None:
+            (total,) = clipped()
+        else:
+
+            def whole() -> list[Value]:
+                taps = accumulate((0, kernel_height), (0, kernel_width), offsets=False)
+                return [with_bias(taps, folded)]
+
+            conditions = []
+            if padded_h:
+                conditions += [kernel.cmp("eq", y_start, 0), kernel.cmp("eq", y_end, kernel_height)]
+            if padded_w:
+                conditions += [kernel.cmp("eq", x_start, 0), kernel.cmp("eq", x_end, kernel_width)]
+            if not conditions:
+                (total,) = whole()
+            else:
+                inside = conditions[0]
+                for condition in conditions[1:]:
+                    inside = kernel.and_(inside, condition)
+                (total,) = kernel.if_(inside, whole, clipped)
+        result = accumulated_output(kernel, total, out_c, None, requantize, arithmetic, element)
         kernel.store(result, target, [batch, out_y, out_x, out_c])
 
     def output_row(batch: Value, out_y: Value) -> None:

@@ -175,11 +175,14 @@ def emit_saturating_rounding_doubling_high_mul(
     kernel: KernelBuilder, a: Value, b: Value, may_overflow: bool = True
 ) -> Value:
     """gemmlowp's `SaturatingRoundingDoublingHighMul` of two i32 values. `may_overflow=False`
-    when `b` is known not to be INT32_MIN (a quantised multiplier is never negative)."""
+    when `b` is known not to be INT32_MIN (a quantised multiplier is never negative).
+
+    gemmlowp adds a nudge of 2**30 (or 1 - 2**30 for a negative product) and divides by 2**31
+    rounding toward zero; both cases are the arithmetic shift `(a * b + 2**30) >> 31` (for a
+    negative sum, truncating `(p + 1 - 2**30) / 2**31` is flooring `(p + 2**30) / 2**31`), one
+    64-bit add and shift instead of a compare, a select and a signed division."""
     product = kernel.mul(kernel.cast(a, i64), kernel.cast(b, i64))
-    non_negative = kernel.cmp("sge", product, 0)
-    nudge = kernel.select(non_negative, 1 << 30, 1 - (1 << 30), i64)
-    high = kernel.cast(kernel.div(kernel.add(product, nudge), 1 << 31), i32)
+    high = kernel.cast(kernel.shr(kernel.add(product, 1 << 30), 31), i32)
     if not may_overflow:
         return high
     overflow = kernel.and_(kernel.cmp("eq", a, INT32_MIN), kernel.cmp("eq", b, INT32_MIN))

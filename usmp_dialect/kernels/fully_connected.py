@@ -25,7 +25,6 @@ def fully_connected(
     _, units = output_type.get_shape()
     op, kernel, (source, target) = function(name, [("input", input_type), ("output", output_type)])
     weights = kernel.get_global(*filters)
-    bias_value = kernel.get_global(*bias) if bias is not None else None
     quantized = isinstance(arithmetic, QuantizedConv)
     requantize = (
         RequantizeEmitter(module, kernel, name, arithmetic.requantization)
@@ -33,6 +32,16 @@ def fully_connected(
         else None
     )
     element = output_type.element_type
+    folded = (
+        isinstance(arithmetic, QuantizedConv)
+        and arithmetic.folded_bias is not None
+        and arithmetic.filter_offset == 0
+    )
+    if folded:  # the input offset is in the bias: `acc += x * w`
+        assert isinstance(arithmetic, QuantizedConv) and arithmetic.folded_bias is not None
+        bias_value: Value | None = kernel.get_global(*arithmetic.folded_bias)
+    else:
+        bias_value = kernel.get_global(*bias) if bias is not None else None
 
     def body(ivs: list[Value]) -> None:
         batch, unit = ivs
@@ -41,8 +50,10 @@ def fully_connected(
             x = kernel.load(source, [batch, d])
             w = kernel.load(weights, [unit, d])
             if isinstance(arithmetic, QuantizedConv):
-                x = kernel.add(kernel.cast(x, i32), arithmetic.input_offset)
-                w = kernel.add(kernel.cast(w, i32), arithmetic.filter_offset)
+                x, w = kernel.cast(x, i32), kernel.cast(w, i32)
+                if not folded:
+                    x = kernel.add(x, arithmetic.input_offset)
+                    w = kernel.add(w, arithmetic.filter_offset)
                 return [kernel.add(acc[0], kernel.mul(w, x))]
             return [kernel.add(acc[0], kernel.mul(x, w))]
 

@@ -401,13 +401,46 @@ def unroll_factor(loop: scf.ForOp) -> int | None:
 
 @dataclass(frozen=True)
 class DotProduct:
-    """An int8 dot product into a register accumulator: `acc += sext(x[k]) * sext(w[k])` over a
-    loop of step 1 whose trip count is a multiple of 4, x and w contiguous in k. The printer
-    adds a Cortex-M DSP variant (two `SMLAD`s per four elements): the same sum modulo 2**32."""
+    """An int8 dot product: `acc += sext(x[k]) * sext(w[k])` over a loop of step 1 whose trip
+    count is a multiple of 4, x and w contiguous in k, into a register accumulator — an
+    element the printer keeps in a local (`accumulator`), or the loop's one carried value
+    (`accumulator` None). The printer adds a Cortex-M DSP variant (two `SMLAD`s per four
+    elements): the same sum modulo 2**32."""
 
     x: memref.LoadOp
     w: memref.LoadOp
-    accumulator: tuple[SSAValue, IndexKey]
+    accumulator: tuple[SSAValue, IndexKey] | None
+
+
+def _contiguous_int8_inputs(
+    loop: scf.ForOp,
+    loads: Sequence[memref.LoadOp],
+    extends: Sequence[arith.ExtSIOp],
+    product: arith.MuliOp,
+    strides: Callable[[SSAValue], Sequence[int]],
+) -> bool:
+    """Whether `product` multiplies the sign extensions of two int8 `loads`, each used once
+    and contiguous in the loop's induction variable."""
+    if {product.lhs, product.rhs} != {e.result for e in extends}:
+        return False
+    if sorted(id(e.input) for e in extends) != sorted(id(load.res) for load in loads):
+        return False  # each input extended once
+    iv = loop.body.block.args[0]
+    for load in loads:
+        if not (isinstance(load.res.type, IntegerType) and load.res.type.width.data == 8):
+            return False
+        positions = [p for p, index in enumerate(load.indices) if index is iv]
+        others = [i for p, i in enumerate(load.indices) if p not in positions]
+        if len(positions) != 1 or strides(load.memref)[positions[0]] != 1:
+            return False
+        if not all(_defined_outside(i, loop) for i in others):
+            return False
+        if load.res.uses.get_length() != 1:
+            return False
+    for extend in extends:
+        if extend.result.type != IntegerType(32) or extend.result.uses.get_length() != 1:
+            return False
+    return product.result.uses.get_length() == 1
 
 
 def int8_dot_product(
@@ -427,6 +460,20 @@ def int8_dot_product(
     sums = [op for op in ops if isinstance(op, arith.AddiOp)]
     stores = [op for op in ops if isinstance(op, memref.StoreOp)]
     counts = (len(loads), len(extends), len(products), len(sums), len(stores))
+    carried = loop.body.block.args[1:]
+    if len(carried) == 1 and len(ops) == 6 and counts == (2, 2, 1, 1, 0):
+        # acc' = acc + x * w, carried from one iteration to the next
+        (product,), (total,) = products, sums
+        yielded = loop.body.block.last_op
+        if not isinstance(yielded, scf.YieldOp) or list(yielded.operands) != [total.result]:
+            return None
+        if {total.lhs, total.rhs} != {carried[0], product.result}:
+            return None
+        if total.result.type != IntegerType(32):
+            return None
+        if not _contiguous_int8_inputs(loop, loads, extends, product, strides):
+            return None
+        return DotProduct(loads[0], loads[1], None)
     if len(ops) != 8 or counts != (3, 2, 1, 1, 1):
         return None
     (store,), (product,), (total,) = stores, products, sums
@@ -439,25 +486,8 @@ def int8_dot_product(
         return None
     if {total.lhs, total.rhs} != {partial[0].res, product.result}:
         return None
-    if {product.lhs, product.rhs} != {e.result for e in extends}:
+    if not _contiguous_int8_inputs(loop, inputs, extends, product, strides):
         return None
-    iv = loop.body.block.args[0]
-    if sorted(id(e.input) for e in extends) != sorted(id(load.res) for load in inputs):
-        return None  # each input extended once
-    for load in inputs:
-        if not (isinstance(load.res.type, IntegerType) and load.res.type.width.data == 8):
-            return None
-        positions = [p for p, index in enumerate(load.indices) if index is iv]
-        others = [i for p, i in enumerate(load.indices) if p not in positions]
-        if len(positions) != 1 or strides(load.memref)[positions[0]] != 1:
-            return None
-        if not all(_defined_outside(i, loop) for i in others):
-            return None
-        if load.res.uses.get_length() != 1:
-            return None
-    for extend in extends:
-        if extend.result.type != IntegerType(32) or extend.result.uses.get_length() != 1:
-            return None
-    if product.result.uses.get_length() != 1 or partial[0].res.uses.get_length() != 1:
+    if partial[0].res.uses.get_length() != 1:
         return None
     return DotProduct(inputs[0], inputs[1], key)

@@ -1232,7 +1232,8 @@ class CFunctionPrinter(BasePrinter):
         lower, upper, step = self.expr(op.lb), self.expr(op.ub), self.expr(op.step)
         dot = loops.int8_dot_product(op, set(self.promoted), lambda value: self.mem(value).strides)
         if dot is not None:
-            self.print_dsp_dot_product(dot, iv_c, iv_name, lower, upper)
+            local = carried[0] if dot.accumulator is None else self.promoted[dot.accumulator]
+            self.print_dsp_dot_product(dot, local, iv_c, iv_name, lower, upper)
         unroll = loops.unroll_factor(op)
         if unroll is not None:
             self.print_string(f"#pragma GCC unroll {unroll}\n", indent=0)
@@ -1249,13 +1250,12 @@ class CFunctionPrinter(BasePrinter):
             del self.promoted[key]
 
     def print_dsp_dot_product(
-        self, dot: loops.DotProduct, iv_c: str, iv_name: str, lower: str, upper: str
+        self, dot: loops.DotProduct, local: str, iv_c: str, iv_name: str, lower: str, upper: str
     ) -> None:
         """The Cortex-M DSP variant of an int8 dot product (`#if`; the caller prints the
         portable loop as its `#else`): four elements per step, two SMLADs on sign-extended
         byte pairs. Integer addition modulo 2**32 does not depend on the order: same result."""
         self.module.uses_arm_dsp = True
-        local = self.promoted[dot.accumulator]
         x4, w4 = self.names.fresh("x4"), self.names.fresh("w4")
         self.print_string("#if defined(__ARM_FEATURE_DSP)\n", indent=0)
         self.print_string("#pragma GCC unroll 4\n", indent=0)

@@ -3,6 +3,8 @@ and hybrid (int8 weights, float activations: the weights are dequantised at impo
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import tflite
 
@@ -19,7 +21,7 @@ from usmp_dialect.frontends.tflite.ops.common import (
     window,
 )
 from usmp_dialect.frontends.tflite.reader import Tensor
-from usmp_dialect.kernels.conv import FloatActivation, QuantizedConv, conv2d
+from usmp_dialect.kernels.conv import FloatActivation, QuantizedConv, conv2d, fold_input_offset
 from usmp_dialect.kernels.fixed_point import float32, quantize_multiplier
 from usmp_dialect.kernels.fully_connected import fully_connected
 from usmp_dialect.kernels.module import MemRefType, Requantization, memref_of
@@ -106,6 +108,21 @@ def _arithmetic(
     return float_activation(activation)
 
 
+def _folded(
+    context: OperatorContext,
+    arithmetic: QuantizedConv | FloatActivation,
+    weights: np.ndarray,
+    bias: np.ndarray | None,
+    depthwise: bool,
+) -> QuantizedConv | FloatActivation:
+    """int8 arithmetic with the input offset folded into a second bias table."""
+    if not isinstance(arithmetic, QuantizedConv) or arithmetic.filter_offset != 0:
+        return arithmetic
+    folded = fold_input_offset(weights, bias, arithmetic.input_offset, depthwise)
+    symbol = context.module.constant(f"{context.name}_folded_bias", folded)
+    return replace(arithmetic, folded_bias=symbol)
+
+
 def _symbols(
     context: OperatorContext, weights: np.ndarray, bias: np.ndarray | None
 ) -> tuple[tuple[str, MemRefType], tuple[str, MemRefType] | None]:
@@ -150,6 +167,7 @@ def convolution(context: OperatorContext) -> None:
     )
     weights, bias = _weights_and_bias(context, dtype, out_channels)
     arithmetic = _arithmetic(context, dtype, out_channels, activation)
+    arithmetic = _folded(context, arithmetic, weights, bias, depthwise)
     filter_symbol, bias_symbol = _symbols(context, weights, bias)
     conv2d(
         context.module,
@@ -185,6 +203,7 @@ def fully_connected_layer(context: OperatorContext) -> None:
     weights, bias = _weights_and_bias(context, dtype, units)
     per_tensor = dtype == INT8 and len(quantization(context, filters).scales) == 1
     arithmetic = _arithmetic(context, dtype, units, activation, float_product=per_tensor)
+    arithmetic = _folded(context, arithmetic, weights, bias, depthwise=False)
     filter_symbol, bias_symbol = _symbols(context, weights, bias)
     fully_connected(
         context.module,
