@@ -58,17 +58,25 @@ THRESHOLD_LIMIT = 1 << THRESHOLD_BITS
 """Capacities below this use the threshold form of section inference (offsets are packed
 into a sort key next to the section index)."""
 
-NATIVE_NODES_PER_SECOND = 200_000
+NATIVE_NODES_PER_SECOND = 100_000
 PYTHON_NODES_PER_SECOND = 2_000
-"""Node rates the exact search beats on this machine class (2 cores, shared) on MiniMalloc's
-instances: 0.4-1.1M nodes/s native, 5-10k in Python. The default node budget is the time limit
-times the rate, so that searches end on the budget, deterministically, well before the clock
-(which stays as a hard stop for slower machines and huge pools)."""
+"""Node rates the exact search beats on this machine class (2 cores) even when loaded: on
+MiniMalloc's instances 0.4-1.1M nodes/s native on an idle core, about 200k with the machine
+loaded three times over, 5-10k in Python. The default node budget is the time limit times the
+rate, so that searches end on the budget, deterministically, before the clock (which stays as
+a hard stop for slower machines and huge pools) even for two planners sharing a core."""
 
 NEAR_BOUND_DIVISOR = 1_000
 NEAR_FIRST_BUFFERS = 2_000
 """Pools of at least this many buffers are first probed at bound + bound / NEAR_BOUND_DIVISOR
-(0.1 % above the lower bound), then at the bound."""
+(0.1 % above the lower bound) with half the budget, before the rounds of `minimise_pool`."""
+
+DESCENT_FIRST_NODES = 8_192
+DESCENT_FIRST_NODES_PER_BUFFER = 64
+"""Nodes per probe in the first round of `minimise_pool` (doubling every round)."""
+
+DESCENT_SKIPS = 8
+"""Capacities in a row one unit apart that a descent steps over before the round ends."""
 
 PREORDERS = ("WAT", "TAW", "TWA")
 """Preorders, MiniMalloc's defaults: W = live width (time span), A = area (size x live length),
@@ -535,6 +543,8 @@ class NodeBudget:
     does not depend on machine load. The time limit stays as a hard stop."""
 
     remaining: int
+    clock_stopped: bool = False
+    """Whether the clock (the hard stop), not the budget, ended a search that drew on it."""
 
 
 def default_node_budget(options: PlanOptions, share: float = 1.0) -> NodeBudget:
@@ -648,6 +658,7 @@ def decide(
                 status, result, nodes = run(capacity, preorder, allowed)
                 budget.remaining -= nodes
                 if status == OVER_TIME:
+                    budget.clock_stopped = True
                     return "timeout", None
                 if status != OVER_NODE_LIMIT:
                     break
@@ -655,6 +666,67 @@ def decide(
             return "infeasible", None
         offsets[component] = result[component]
     return "found", offsets
+
+
+def granule(sub: Subproblem) -> int:
+    """The largest unit every size and alignment above 1 of `sub` is a multiple of: every
+    compacted packing (each buffer on a top, rounded up to its alignment) has offsets and peak
+    in whole units, so capacities between two multiples of it decide alike and the optimum is
+    a multiple of it."""
+    values = np.concatenate([sub.sizes, sub.alignments[sub.alignments > 1]])
+    return max(1, int(np.gcd.reduce(values))) if len(values) else 1
+
+
+class _Probes:
+    """The state of one pool's minimisation: the proven range [low, high) of the optimum, the
+    best offsets found (kept the moment a probe finds them) and the budget the probes draw
+    on."""
+
+    def __init__(
+        self,
+        sub: Subproblem,
+        bound: int,
+        offsets: np.ndarray | None,
+        capacity: int,
+        deadline: float,
+        budget: NodeBudget,
+        progress: Callable[[str], None] | None,
+    ) -> None:
+        self.sub = sub
+        self.components = partitions(sub)
+        self.unit = granule(sub)
+        self.low = -(-bound // self.unit) * self.unit  # every capacity below is infeasible
+        self.best = offsets
+        self.best_peak = (
+            int((offsets + sub.sizes).max()) if offsets is not None and len(sub.sizes) else None
+        )
+        # Capacities at or above `high` are known feasible (with no plan: the capacity + 1).
+        self.high = self.best_peak if self.best_peak is not None else capacity + 1
+        self.deadline = deadline
+        self.budget = budget
+        self.progress = progress
+
+    def can_go_on(self) -> bool:
+        if self.budget.remaining > 0 and time.perf_counter() >= self.deadline:
+            self.budget.clock_stopped = True
+        return self.low < self.high and self.budget.remaining > 0 and not self.budget.clock_stopped
+
+    def probe(self, capacity: int, nodes: int) -> str:
+        """Decides `capacity` within `nodes` (and the budget); keeps a plan found at once."""
+        if self.progress:
+            self.progress(f"exact: probing capacity {capacity} (bounds [{self.low}, {self.high}])")
+        share = NodeBudget(max(1, min(nodes, self.budget.remaining)))
+        granted = share.remaining
+        status, found = decide(self.sub, self.components, capacity, self.deadline, share)
+        self.budget.remaining -= granted - share.remaining
+        self.budget.clock_stopped = self.budget.clock_stopped or share.clock_stopped
+        if status == "found":
+            assert found is not None
+            self.best, self.best_peak = found, int((found + self.sub.sizes).max())
+            self.high = self.best_peak
+        elif status == "infeasible":
+            self.low = max(self.low, (capacity // self.unit + 1) * self.unit)
+        return status
 
 
 def minimise_pool(
@@ -668,59 +740,70 @@ def minimise_pool(
 ) -> tuple[np.ndarray | None, bool]:
     """Improves the offsets of one pool's members (None: no known plan fits) within the node
     budget (which it draws on) and the deadline. Returns the best offsets found (global array
-    slice order = members) and whether they are optimal."""
+    slice order = members) and whether they are optimal.
+
+    An anytime schedule of rounds, each with twice the nodes per probe of the last (starting
+    from DESCENT_FIRST_NODES_PER_BUFFER per buffer): a probe at the lower bound (which proves
+    the plan optimal when it succeeds, as on most real networks and MiniMalloc's A-K), then a
+    descent from the best plan: probes one unit (`granule`) below it, a step that doubles
+    while probes succeed and halves when one runs out of nodes; at one unit, a capacity that
+    runs out of nodes is stepped over (the search's difficulty is far from monotone in the
+    capacity: on MiniMalloc's D, 1,031,168 is found in 17k nodes where 1,032,192 takes over
+    2M), and DESCENT_SKIPS of those in a row end the round. Every plan a probe finds is kept
+    the moment it is found, so the budget or the clock stopping a probe loses nothing."""
     sub = build_subproblem(instance, members)
     bound = lower_bound(instance.problem, members.tolist())
-    components = partitions(sub)
-    best = offsets
-    best_peak = int((offsets + sub.sizes).max()) if offsets is not None and len(members) else None
-    if best_peak is not None and best_peak <= bound:
-        return best, True
-    low = bound  # every capacity below `low` is proven infeasible
-    high = best_peak if best_peak is not None else min(capacity + 1, int(UNBOUNDED))
-    unknown_above = low - 1  # probes at or below this timed out
-    probe = capacity if best_peak is None else low
-    # On large pools the bound can take long to reach while a little slack is found fast:
-    # probe NEAR_BOUND above it first, then the bound.
-    near = bound + bound // NEAR_BOUND_DIVISOR
-    bound_next = False
-    if best_peak is not None and len(members) >= NEAR_FIRST_BUFFERS and bound < near < high - 1:
-        probe, bound_next = near, True
-    while low < high and time.perf_counter() < deadline and budget.remaining > 0:
-        # The probe at the bound gets most of the nodes left: on real networks the bound is
-        # usually reachable. Later probes bisect with half of what is left.
-        if probe >= high - 1 or best_peak is None:
-            fraction = 1.0
-        elif probe in (bound, near):
-            fraction = 0.75
-        else:
-            fraction = 0.5
-        if progress:
-            progress(f"exact: probing capacity {probe} (bounds [{low}, {high}])")
-        share = NodeBudget(max(1, int(budget.remaining * fraction)))
-        granted = share.remaining
-        status, found = decide(sub, components, probe, deadline, share)
-        budget.remaining -= granted - share.remaining
-        if status == "found":
-            assert found is not None
-            peak = int((found + sub.sizes).max())
-            best, best_peak, high = found, peak, peak
-        elif status == "infeasible":
-            low = probe + 1
-            if best_peak is None and probe >= capacity:
-                return None, True
-        else:
-            unknown_above = max(unknown_above, probe)
-        if low >= high:
+    state = _Probes(sub, bound, offsets, capacity, deadline, budget, progress)
+    unit = state.unit
+    if state.best_peak is not None and state.best_peak <= state.low:
+        return state.best, True
+    if state.best is None:
+        # No plan to descend from: the capacity itself first, with everything there is.
+        status = state.probe(capacity, budget.remaining)
+        if status != "found":
+            return None, status == "infeasible"
+    if len(members) >= NEAR_FIRST_BUFFERS:
+        # A probe costs at least a node per buffer: on large pools the rounds would spend the
+        # budget on few probes, while a little slack above the bound is found fast.
+        near = state.low + state.low // NEAR_BOUND_DIVISOR
+        near -= near % unit
+        if state.low < near < state.high:
+            state.probe(near, budget.remaining // 2)
+    nodes = max(DESCENT_FIRST_NODES, DESCENT_FIRST_NODES_PER_BUFFER * len(members))
+    while state.can_go_on():
+        tried = {state.low}
+        if state.probe(state.low, nodes) == "found":
             break
-        if bound_next:
-            probe, bound_next = low, False
-            continue
-        start = max(low, unknown_above + 1)
-        if start >= high:
-            break
-        probe = (start + high - 1) // 2
-    return best, best_peak is not None and low >= best_peak
+        steps, skipped = 1, 0
+        target = state.high - unit
+        while skipped < DESCENT_SKIPS and state.can_go_on():
+            target = max(state.low, target - target % unit)
+            if target in tried:  # the bound, or a capacity that ran out of nodes this round
+                if target == state.low:
+                    if steps == 1:
+                        break
+                    steps //= 2  # a step past the bound: a shorter one
+                    target = state.high - steps * unit
+                else:
+                    target -= unit
+                continue
+            tried.add(target)
+            status = state.probe(target, nodes)
+            if status == "found":
+                steps, skipped = 2 * steps, 0
+                target = state.high - steps * unit
+            elif status == "infeasible":
+                steps, skipped = 1, 0
+                target = state.high - unit
+            elif steps > 1:
+                steps //= 2
+                target = state.high - steps * unit
+            else:
+                skipped += 1
+                target -= unit
+        nodes *= 2
+    optimal = state.best_peak is not None and state.low >= state.best_peak
+    return state.best, optimal
 
 
 def exact_applicable(instance: Instance) -> bool:
