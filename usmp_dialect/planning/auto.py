@@ -41,6 +41,10 @@ from usmp_dialect.planning.local_search import improve
 from usmp_dialect.planning.problem import Problem, lower_bound
 from usmp_dialect.planning.size_split import size_split
 
+EXACT_SHARE = 0.85
+"""The share of the time limit the exact search's node budget stands for on pools of fewer
+than NEAR_FIRST_BUFFERS buffers."""
+
 PORTFOLIO_SHARE = 0.4
 PORTFOLIO_SHARE_BEFORE_EXACT = 0.15
 PORTFOLIO_SHARE_BEFORE_SPLIT = 0.3
@@ -75,8 +79,10 @@ def auto(problem: Problem, options: PlanOptions) -> AlgorithmResult:
     best = best_of_portfolio(
         instance, deadline=started + share * options.time_limit_s, hard_deadline=deadline
     )
-    # The exact search's share of the time limit, as a node budget (deterministic).
-    exact_budget = default_node_budget(options, 1 - share)
+    # The exact search's share of the time limit, as a node budget (deterministic). The
+    # portfolio takes a fraction of a second on pools the exact search takes whole.
+    exact_share = EXACT_SHARE if instance.count < NEAR_FIRST_BUFFERS else 1 - share
+    exact_budget = default_node_budget(options, exact_share)
     if best is None:
         if instance.forced and exact_applicable(instance):
             return exact_from(instance, None, deadline, exact_budget, options)

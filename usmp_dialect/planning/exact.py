@@ -58,7 +58,7 @@ THRESHOLD_LIMIT = 1 << THRESHOLD_BITS
 """Capacities below this use the threshold form of section inference (offsets are packed
 into a sort key next to the section index)."""
 
-NATIVE_NODES_PER_SECOND = 100_000
+NATIVE_NODES_PER_SECOND = 120_000
 PYTHON_NODES_PER_SECOND = 2_000
 """Node rates the exact search beats on this machine class (2 cores) even when loaded: on
 MiniMalloc's instances 0.4-1.1M nodes/s native on an idle core, about 200k with the machine
@@ -71,12 +71,19 @@ NEAR_FIRST_BUFFERS = 2_000
 """Pools of at least this many buffers are first probed at bound + bound / NEAR_BOUND_DIVISOR
 (0.1 % above the lower bound) with half the budget, before the rounds of `minimise_pool`."""
 
-DESCENT_FIRST_NODES = 8_192
-DESCENT_FIRST_NODES_PER_BUFFER = 64
+DESCENT_FIRST_NODES = 2_048
+DESCENT_FIRST_NODES_PER_BUFFER = 16
 """Nodes per probe in the first round of `minimise_pool` (doubling every round)."""
 
-DESCENT_SKIPS = 8
+DESCENT_SKIPS = 4
 """Capacities in a row one unit apart that a descent steps over before the round ends."""
+
+FIRST_BOUND_SHARE = 0.25
+BOUND_SHARE = 0.1
+"""The probe at the lower bound that starts a round gets this share of the nodes the last
+round's descent took (the first one FIRST_BOUND_SHARE of the budget; at least a descent
+probe's): MiniMalloc's perfect packings (A-K) are found at the bound far sooner than at any
+capacity above it."""
 
 PREORDERS = ("WAT", "TAW", "TWA")
 """Preorders, MiniMalloc's defaults: W = live width (time span), A = area (size x live length),
@@ -548,9 +555,10 @@ class NodeBudget:
 
 
 def default_node_budget(options: PlanOptions, share: float = 1.0) -> NodeBudget:
-    """`options.node_budget` (times `share`), or `share` of the time limit at the node rate."""
+    """`options.node_budget` (all of it: it is the search's), or `share` of the time limit at
+    the node rate."""
     if options.node_budget is not None:
-        return NodeBudget(int(options.node_budget * share))
+        return NodeBudget(options.node_budget)
     rate = NATIVE_NODES_PER_SECOND if native.load() is not None else PYTHON_NODES_PER_SECOND
     return NodeBudget(int(options.time_limit_s * share * rate))
 
@@ -631,39 +639,60 @@ def component_runner(sub: Subproblem, component: np.ndarray, deadline: float) ->
     return run
 
 
+Restarts = dict[int, "tuple[int, int] | np.ndarray"]
+"""Per component (by position), where the restarts of a decision at one capacity got to: the
+node limit and preorder position of the next run, or the offsets found."""
+
+
 def decide(
     sub: Subproblem,
     components: list[np.ndarray],
     capacity: int,
     deadline: float,
     budget: NodeBudget,
+    restarts: Restarts | None = None,
 ) -> tuple[str, np.ndarray | None]:
     """('found', offsets) / ('infeasible', None) / ('timeout', None) for the whole pool;
-    'timeout' also when the node budget runs out (the nodes visited are taken from it)."""
+    'timeout' also when the node budget runs out (the nodes visited are taken from it).
+
+    Each component runs the preorders round-robin under a node limit that doubles. With
+    `restarts`, a decision that ran out of nodes resumes where the last one at the same
+    capacity stopped (the runs before are deterministic and known to fail): the same nodes in
+    total as one decision with the sum of the budgets."""
+    restarts = {} if restarts is None else restarts
     offsets = np.zeros(len(sub.sizes), dtype=INT)
-    for component in components:
+    for position, component in enumerate(components):
         if len(component) == 1:
             if sub.sizes[component[0]] > capacity:
                 return "infeasible", None
             continue
+        known = restarts.get(position)
+        if isinstance(known, np.ndarray):
+            offsets[component] = known[component]
+            continue
+        limit, first = known if known is not None else (4 * len(component), 0)
         run = component_runner(sub, component, deadline)
-        limit = 2 * len(component)
-        status, result = OVER_NODE_LIMIT, None
-        while status == OVER_NODE_LIMIT:
-            limit *= 2
-            for preorder in PREORDERS:
+        result = None
+        while result is None:
+            for index in range(first, len(PREORDERS)):
                 allowed = min(limit, budget.remaining)
                 if allowed <= 0:
+                    restarts[position] = (limit, index)
                     return "timeout", None
-                status, result, nodes = run(capacity, preorder, allowed)
+                status, result, nodes = run(capacity, PREORDERS[index], allowed)
                 budget.remaining -= nodes
-                if status == OVER_TIME:
-                    budget.clock_stopped = True
+                if status == OVER_TIME or (status == OVER_NODE_LIMIT and allowed < limit):
+                    # Stopped short of its limit: this run is the one to redo.
+                    budget.clock_stopped = budget.clock_stopped or status == OVER_TIME
+                    restarts[position] = (limit, index)
                     return "timeout", None
-                if status != OVER_NODE_LIMIT:
+                if status == INFEASIBLE:
+                    return "infeasible", None
+                if status == FOUND:
                     break
-        if result is None:
-            return "infeasible", None
+            limit, first = 2 * limit, 0
+        assert result is not None
+        restarts[position] = result
         offsets[component] = result[component]
     return "found", offsets
 
@@ -705,6 +734,9 @@ class _Probes:
         self.deadline = deadline
         self.budget = budget
         self.progress = progress
+        self.spent = 0
+        self.restarts: dict[int, Restarts] = {}
+        """Per capacity probed, where its restarts got to (a probe resumes there)."""
 
     def can_go_on(self) -> bool:
         if self.budget.remaining > 0 and time.perf_counter() >= self.deadline:
@@ -717,8 +749,10 @@ class _Probes:
             self.progress(f"exact: probing capacity {capacity} (bounds [{self.low}, {self.high}])")
         share = NodeBudget(max(1, min(nodes, self.budget.remaining)))
         granted = share.remaining
-        status, found = decide(self.sub, self.components, capacity, self.deadline, share)
+        restarts = self.restarts.setdefault(capacity, {})
+        status, found = decide(self.sub, self.components, capacity, self.deadline, share, restarts)
         self.budget.remaining -= granted - share.remaining
+        self.spent += granted - share.remaining
         self.budget.clock_stopped = self.budget.clock_stopped or share.clock_stopped
         if status == "found":
             assert found is not None
@@ -743,14 +777,21 @@ def minimise_pool(
     slice order = members) and whether they are optimal.
 
     An anytime schedule of rounds, each with twice the nodes per probe of the last (starting
-    from DESCENT_FIRST_NODES_PER_BUFFER per buffer): a probe at the lower bound (which proves
-    the plan optimal when it succeeds, as on most real networks and MiniMalloc's A-K), then a
-    descent from the best plan: probes one unit (`granule`) below it, a step that doubles
-    while probes succeed and halves when one runs out of nodes; at one unit, a capacity that
-    runs out of nodes is stepped over (the search's difficulty is far from monotone in the
-    capacity: on MiniMalloc's D, 1,031,168 is found in 17k nodes where 1,032,192 takes over
-    2M), and DESCENT_SKIPS of those in a row end the round. Every plan a probe finds is kept
-    the moment it is found, so the budget or the clock stopping a probe loses nothing."""
+    from DESCENT_FIRST_NODES_PER_BUFFER per buffer):
+
+    * a probe at the lower bound, which proves the plan optimal when it succeeds (as on most
+      real networks and MiniMalloc's A-K): FIRST_BOUND_SHARE of the budget in the first round,
+      then BOUND_SHARE of what the last descent took;
+    * a descent from the best plan: probes one unit (`granule`) below it, a step that doubles
+      while probes succeed and halves when one runs out of nodes; at one unit, a capacity
+      that runs out of nodes is stepped over (the search's difficulty is far from monotone in
+      the capacity: on MiniMalloc's D, 1,031,168 is found in 17k nodes where 1,032,192 takes
+      over 2M), and DESCENT_SKIPS of those in a row end the round.
+
+    A capacity probed again resumes its restarts where they stopped (`decide`), so the rounds
+    waste little. Every plan a probe finds is kept the moment it is found, so the budget or
+    the clock stopping a probe loses nothing, and the schedule depends on node counts only:
+    a larger budget follows the same probes further, to a plan at least as good."""
     sub = build_subproblem(instance, members)
     bound = lower_bound(instance.problem, members.tolist())
     state = _Probes(sub, bound, offsets, capacity, deadline, budget, progress)
@@ -770,10 +811,12 @@ def minimise_pool(
         if state.low < near < state.high:
             state.probe(near, budget.remaining // 2)
     nodes = max(DESCENT_FIRST_NODES, DESCENT_FIRST_NODES_PER_BUFFER * len(members))
+    descent = int(FIRST_BOUND_SHARE * budget.remaining / BOUND_SHARE)
     while state.can_go_on():
-        tried = {state.low}
-        if state.probe(state.low, nodes) == "found":
+        if state.probe(state.low, max(nodes, int(BOUND_SHARE * descent))) == "found":
             break
+        round_start = state.spent
+        tried = {state.low}
         steps, skipped = 1, 0
         target = state.high - unit
         while skipped < DESCENT_SKIPS and state.can_go_on():
@@ -801,6 +844,7 @@ def minimise_pool(
             else:
                 skipped += 1
                 target -= unit
+        descent = state.spent - round_start
         nodes *= 2
     optimal = state.best_peak is not None and state.low >= state.best_peak
     return state.best, optimal
@@ -877,14 +921,18 @@ def exact_from(
                     f"the buffers of pool '{problem.pools[pool].name}' cannot fit its "
                     f"capacity of {capacity} bytes (proven by exhaustive search)"
                 )
+            limit = "the time limit" if budget.clock_stopped else "its node budget ran out"
             raise PlanningError(
                 f"no plan found within the capacity of pool '{problem.pools[pool].name}' "
-                f"({capacity} bytes) before the time limit"
+                f"({capacity} bytes) before {limit}"
             )
         result_offsets[members] = found
         proven = proven and optimal
         searched_unproven = searched_unproven or not optimal
     plan = Plan(pools=tuple(int(p) for p in pools), offsets=tuple(int(o) for o in result_offsets))
     return AlgorithmResult(
-        plan, exhausted=proven and instance.forced, limit_reached=searched_unproven
+        plan,
+        exhausted=proven and instance.forced,
+        limit_reached=searched_unproven,
+        budget_stopped=searched_unproven and not budget.clock_stopped,
     )

@@ -76,6 +76,20 @@ class PlanResult:
     limit_reached: bool = False
     """Whether the search stopped at its limit (the time limit, or the node budget that stands
     for it) rather than by proving its plan optimal."""
+    budget_stopped: bool = False
+    """Whether that limit was the node budget, reached before the time limit."""
+
+    def stopped_by(self) -> str | None:
+        """What ended a search that stopped at its limit: "node budget" or "time limit"."""
+        if not self.limit_reached:
+            return None
+        return "node budget" if self.budget_stopped else "time limit"
+
+    def stop_phrase(self, time_limit_s: float) -> str:
+        """How messages name the limit that stopped the search."""
+        if self.budget_stopped:
+            return f"its node budget, before its {time_limit_s:g} s limit"
+        return f"its {time_limit_s:g} s limit"
 
 
 class ProblemError(ValueError):
