@@ -33,7 +33,6 @@ from usmp_dialect.planning.io import (
 )
 from usmp_dialect.planning.problem import PlanResult, Problem, lower_bound
 from usmp_dialect.tools.internal_error import reported_as_one_line
-from usmp_dialect.tools.output_file import check_writable, write_text_atomically
 
 PROGRAM = "usmp-plan"
 PROGRESS_AFTER_S = 1.0
@@ -192,6 +191,9 @@ def _check_output(path: str | None, what: str) -> None:
     if path is None:
         return
     try:
+        # Imported here (as below): tempfile is a noticeable share of a small run's start-up.
+        from usmp_dialect.tools.output_file import check_writable
+
         check_writable(path)
     except OSError as error:
         raise UsageError(f"cannot write {what} '{path}': {error.strerror}") from None
@@ -199,6 +201,8 @@ def _check_output(path: str | None, what: str) -> None:
 
 def _write(path: str, text: str, what: str) -> None:
     try:
+        from usmp_dialect.tools.output_file import write_text_atomically
+
         write_text_atomically(path, text)
     except OSError as error:
         raise UsageError(f"cannot write {what} '{path}': {error.strerror}") from None
