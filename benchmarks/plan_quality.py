@@ -209,6 +209,11 @@ def repeat(args: argparse.Namespace) -> int:
             row += [runs_cell(alone, bound), runs_cell(pairs, bound)]
             print(f"{instance.name} capacity {capacity}: {row[-2]} | {row[-1]}", file=sys.stderr)
         rows.append(row)
+        write_repeat_section(rows, args)  # after every instance: an interrupted run keeps rows
+    return 0
+
+
+def write_repeat_section(rows: list[list[str]], args: argparse.Namespace) -> None:
     header = [
         "instance",
         "lower bound L",
@@ -244,7 +249,6 @@ def repeat(args: argparse.Namespace) -> int:
     old = repeat_section(output)
     text = text.replace(old, section) if old else text.rstrip("\n") + "\n\n" + section
     output.write_text(text.rstrip("\n") + "\n")
-    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
