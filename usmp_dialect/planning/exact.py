@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import ctypes
 import sys
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -78,12 +79,10 @@ DESCENT_FIRST_NODES_PER_BUFFER = 16
 DESCENT_SKIPS = 4
 """Capacities in a row one unit apart that a descent steps over before the round ends."""
 
-FIRST_BOUND_SHARE = 0.25
-BOUND_SHARE = 0.1
-"""The probe at the lower bound that starts a round gets this share of the nodes the last
-round's descent took (the first one FIRST_BOUND_SHARE of the budget; at least a descent
-probe's): MiniMalloc's perfect packings (A-K) are found at the bound far sooner than at any
-capacity above it."""
+BOUND_SHARE = 0.3
+"""The share of a pool's budget for the probe at its lower bound, beside the descent:
+MiniMalloc's perfect packings (A-K) are found there far sooner than at any capacity above it
+(A in 108k nodes, B in 206k), where D and J never are."""
 
 PREORDERS = ("WAT", "TAW", "TWA")
 """Preorders, MiniMalloc's defaults: W = live width (time span), A = area (size x live length),
@@ -720,9 +719,10 @@ class _Probes:
         deadline: float,
         budget: NodeBudget,
         progress: Callable[[str], None] | None,
+        components: list[np.ndarray] | None = None,
     ) -> None:
         self.sub = sub
-        self.components = partitions(sub)
+        self.components = partitions(sub) if components is None else components
         self.unit = granule(sub)
         self.low = -(-bound // self.unit) * self.unit  # every capacity below is infeasible
         self.best = offsets
@@ -776,17 +776,19 @@ def minimise_pool(
     budget (which it draws on) and the deadline. Returns the best offsets found (global array
     slice order = members) and whether they are optimal.
 
-    An anytime schedule of rounds, each with twice the nodes per probe of the last (starting
-    from DESCENT_FIRST_NODES_PER_BUFFER per buffer):
+    An anytime schedule of two searches side by side (the second on a thread):
 
-    * a probe at the lower bound, which proves the plan optimal when it succeeds (as on most
-      real networks and MiniMalloc's A-K): FIRST_BOUND_SHARE of the budget in the first round,
-      then BOUND_SHARE of what the last descent took;
-    * a descent from the best plan: probes one unit (`granule`) below it, a step that doubles
-      while probes succeed and halves when one runs out of nodes; at one unit, a capacity
-      that runs out of nodes is stepped over (the search's difficulty is far from monotone in
-      the capacity: on MiniMalloc's D, 1,031,168 is found in 17k nodes where 1,032,192 takes
-      over 2M), and DESCENT_SKIPS of those in a row end the round.
+    * a descent from the best plan, in rounds each with twice the nodes per probe of the last
+      (starting from DESCENT_FIRST_NODES_PER_BUFFER per buffer): probes one unit (`granule`)
+      below the best plan, a step that doubles while probes succeed and halves when one runs
+      out of nodes; at one unit, a capacity that runs out of nodes is stepped over (the
+      search's difficulty is far from monotone in the capacity: on MiniMalloc's D, 1,031,168
+      is found in 17k nodes where 1,032,192 takes over 2M), and DESCENT_SKIPS of those in a
+      row end the round;
+    * a probe at the lower bound with BOUND_SHARE of the budget, which proves the plan optimal
+      when it succeeds (as on most real networks and MiniMalloc's A-K), and then ends the
+      descent. Its plan is the result whenever it finds one (the descent never probes the
+      bound), so which search finishes first does not change the plan.
 
     A capacity probed again resumes its restarts where they stopped (`decide`), so the rounds
     waste little. Every plan a probe finds is kept the moment it is found, so the budget or
@@ -811,18 +813,44 @@ def minimise_pool(
         if state.low < near < state.high:
             state.probe(near, budget.remaining // 2)
     nodes = max(DESCENT_FIRST_NODES, DESCENT_FIRST_NODES_PER_BUFFER * len(members))
-    descent = int(FIRST_BOUND_SHARE * budget.remaining / BOUND_SHARE)
+    # The probe at the bound runs beside the descent, on a thread (the native search releases
+    # the GIL) with a budget of its own: neither waits for the other, and each one's probes
+    # depend on its own node counts only.
+    bound_budget = NodeBudget(int(BOUND_SHARE * budget.remaining))
+    budget.remaining -= bound_budget.remaining
+    at_bound = _Probes(sub, bound, None, capacity, deadline, bound_budget, None, state.components)
+    found_at_bound = threading.Event()
+
+    def probe_the_bound() -> None:
+        if at_bound.can_go_on() and at_bound.probe(state.low, bound_budget.remaining) == "found":
+            found_at_bound.set()
+
+    thread = threading.Thread(target=probe_the_bound, daemon=True)
+    thread.start()
+    try:
+        _descend(state, nodes, found_at_bound)
+    finally:
+        thread.join()
+    budget.remaining += max(0, bound_budget.remaining)
+    budget.clock_stopped = budget.clock_stopped or bound_budget.clock_stopped
+    if at_bound.best is not None:  # the descent never probes the bound: this plan is the one
+        return at_bound.best, True
+    low = max(state.low, at_bound.low)
+    return state.best, state.best_peak is not None and low >= state.best_peak
+
+
+def _descend(state: _Probes, nodes: int, stop: threading.Event) -> None:
+    """The descent rounds of `minimise_pool` (until `stop` is set, the budget is spent or the
+    clock runs out)."""
+    unit = state.unit
     if state.low < state.high - unit and state.can_go_on():
         # One cheap step first, so that the first improvement comes within milliseconds.
         state.probe(state.high - unit, nodes)
-    while state.can_go_on():
-        if state.probe(state.low, max(nodes, int(BOUND_SHARE * descent))) == "found":
-            break
-        round_start = state.spent
-        tried = {state.low}
+    while state.can_go_on() and not stop.is_set():
+        tried = {state.low}  # the bound is the other thread's
         steps, skipped = 1, 0
         target = state.high - unit
-        while skipped < DESCENT_SKIPS and state.can_go_on():
+        while skipped < DESCENT_SKIPS and state.can_go_on() and not stop.is_set():
             target = max(state.low, target - target % unit)
             if target in tried:  # the bound, or a capacity that ran out of nodes this round
                 if target == state.low:
@@ -847,10 +875,7 @@ def minimise_pool(
             else:
                 skipped += 1
                 target -= unit
-        descent = state.spent - round_start
         nodes *= 2
-    optimal = state.best_peak is not None and state.low >= state.best_peak
-    return state.best, optimal
 
 
 def exact_applicable(instance: Instance) -> bool:
