@@ -745,22 +745,60 @@ class _Probes:
 
     def probe(self, capacity: int, nodes: int) -> str:
         """Decides `capacity` within `nodes` (and the budget); keeps a plan found at once."""
-        if self.progress:
+        return self.apply(capacity, self.run(capacity, min(nodes, self.budget.remaining)))
+
+    def probe_pair(self, first: int, second: int, nodes: int) -> tuple[str, str]:
+        """`probe(first)` and `probe(second)` at once, the second on a thread (each within
+        `nodes`, the second within what the first leaves of the budget), applied in order:
+        the same plans whichever finishes first."""
+        allowed = min(nodes, self.budget.remaining)
+        other: list[Decision] = []
+        thread = threading.Thread(
+            target=lambda: other.append(
+                self.run(second, min(nodes, self.budget.remaining - allowed), quiet=True)
+            ),
+            daemon=True,
+        )
+        thread.start()
+        try:
+            decision = self.run(first, allowed)
+        finally:
+            thread.join()
+        return self.apply(first, decision), self.apply(second, other[0])
+
+    def run(self, capacity: int, allowed: int, quiet: bool = False) -> Decision:
+        """The decision at `capacity` within `allowed` nodes (its restarts resume), without
+        touching the state but its restarts."""
+        if self.progress and not quiet:
             self.progress(f"exact: probing capacity {capacity} (bounds [{self.low}, {self.high}])")
-        share = NodeBudget(max(1, min(nodes, self.budget.remaining)))
-        granted = share.remaining
+        share = NodeBudget(max(1, allowed))
         restarts = self.restarts.setdefault(capacity, {})
         status, found = decide(self.sub, self.components, capacity, self.deadline, share, restarts)
-        self.budget.remaining -= granted - share.remaining
-        self.spent += granted - share.remaining
-        self.budget.clock_stopped = self.budget.clock_stopped or share.clock_stopped
-        if status == "found":
-            assert found is not None
-            self.best, self.best_peak = found, int((found + self.sub.sizes).max())
-            self.high = self.best_peak
-        elif status == "infeasible":
+        return Decision(status, found, max(1, allowed) - share.remaining, share.clock_stopped)
+
+    def apply(self, capacity: int, decision: Decision) -> str:
+        """Takes a decision's nodes from the budget and keeps what it found or proved."""
+        self.budget.remaining -= decision.nodes
+        self.spent += decision.nodes
+        self.budget.clock_stopped = self.budget.clock_stopped or decision.clock_stopped
+        if decision.status == "found":
+            assert decision.offsets is not None
+            peak = int((decision.offsets + self.sub.sizes).max())
+            if self.best_peak is None or peak < self.best_peak:
+                self.best, self.best_peak, self.high = decision.offsets, peak, peak
+        elif decision.status == "infeasible":
             self.low = max(self.low, (capacity // self.unit + 1) * self.unit)
-        return status
+        return decision.status
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What one probe found: its status, offsets when found, nodes spent, clock stop."""
+
+    status: str
+    offsets: np.ndarray | None
+    nodes: int
+    clock_stopped: bool
 
 
 def minimise_pool(
@@ -783,7 +821,8 @@ def minimise_pool(
       below the best plan, a step that doubles while probes succeed and halves when one runs
       out of nodes; at one unit, a capacity that runs out of nodes is stepped over (the
       search's difficulty is far from monotone in the capacity: on MiniMalloc's D, 1,031,168
-      is found in 17k nodes where 1,032,192 takes over 2M), and DESCENT_SKIPS of those in a
+      is found in 17k nodes where 1,032,192 takes over 2M), two at a time on two threads
+      (`probe_pair`, whose results apply in a fixed order), and DESCENT_SKIPS of those in a
       row end the round;
     * a probe at the lower bound with BOUND_SHARE of the budget, which proves the plan optimal
       when it succeeds (as on most real networks and MiniMalloc's A-K), and then ends the
@@ -862,6 +901,27 @@ def _descend(state: _Probes, nodes: int, stop: threading.Event) -> None:
                     target -= unit
                 continue
             tried.add(target)
+            below = target - unit
+            if (
+                steps == 1
+                and below > state.low
+                and below not in tried
+                and state.budget.remaining > nodes
+            ):
+                # Stepping over capacities one unit at a time: the next one is probed at once,
+                # on a second thread (as though the first ran out of nodes).
+                tried.add(below)
+                status, second = state.probe_pair(target, below, nodes)
+                if status == "found" or second == "found":
+                    steps, skipped = 2, 0
+                    target = state.high - steps * unit
+                elif "infeasible" in (status, second):
+                    steps, skipped = 1, 0
+                    target = state.high - unit
+                else:
+                    skipped += 2
+                    target = below - unit
+                continue
             status = state.probe(target, nodes)
             if status == "found":
                 steps, skipped = 2 * steps, 0
