@@ -1,16 +1,20 @@
-"""A search stopped by its time limit returns its best VALID plan and says it is not proven
-optimal: `usmp-plan --time-limit` on a minimalloc "challenging" instance and `usmp-opt -p
-'usmp{time-limit=...}'` on the same buffers written as a program."""
+"""A search stopped by its time limit (or its node budget) returns its best VALID plan and
+says it is not proven optimal, and which limit stopped it: `usmp-plan --time-limit` on a
+minimalloc "challenging" instance and `usmp-opt -p 'usmp{time-limit=...}'` on the same buffers
+written as a program."""
 
 from __future__ import annotations
 
 import csv
 import json
+import re
 from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 
+from usmp_dialect.passes.plan import not_optimal_note
+from usmp_dialect.planning.problem import Buffer, Plan, PlanResult, Pool, Problem
 from usmp_dialect.testing.module_file import load_file
 
 cli_runs = load_file(Path(__file__).with_name("cli_runs.py"))
@@ -20,6 +24,9 @@ INPUTS: Path = cli_runs.INPUTS
 CHALLENGING = INPUTS / "minimalloc-A.1048576.csv"
 LOWER_BOUND = 1048576  # the instance's peak live bytes (the name says so, as minimalloc's do)
 TIME_LIMIT_S = "0.01"
+UNREACHABLE_BUDGET = "1000000000"  # nodes: only the clock can stop the search
+STOPPED = re.compile(rf"search stopped at its (node budget, before its )?{TIME_LIMIT_S} s limit")
+"""Without --node-budget, the budget set from a 0.01 s limit may run out before the clock."""
 
 
 def overlapping_pairs(intervals: Sequence[Sequence[int]]) -> list[tuple[int, int]]:
@@ -48,11 +55,12 @@ def test_usmp_plan_returns_a_valid_plan_not_proven_optimal(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     plan, report = tmp_path / "plan.csv", tmp_path / "report.json"
-    args = [str(CHALLENGING), "--time-limit", TIME_LIMIT_S, "-o", str(plan)]
+    args = [str(CHALLENGING), "--time-limit", TIME_LIMIT_S, "--node-budget", UNREACHABLE_BUDGET]
+    args += ["-o", str(plan)]
     run = cli_runs.run_tool("usmp-plan", [*args, "--report", str(report)], capsys)
     assert run.exit_code == 0
     assert "not proven optimal" in run.stderr_lines[-1]
-    assert f"search stopped at its {TIME_LIMIT_S} s limit" in run.stderr_lines[-1]
+    assert f"search stopped at its {TIME_LIMIT_S} s limit)" in run.stderr_lines[-1]
 
     rows = list(csv.DictReader(plan.read_text().splitlines()))
     problem = list(csv.DictReader(CHALLENGING.read_text().splitlines()))
@@ -64,6 +72,7 @@ def test_usmp_plan_returns_a_valid_plan_not_proven_optimal(
 
     data = json.loads(report.read_text())
     assert data["proven_optimal"] is False
+    assert data["stopped_by"] == "time limit"
     peak = max(offset + size for offset, size in zip(offsets, sizes, strict=True))
     assert data["peak_bytes"] == peak >= data["lower_bound_bytes"] == LOWER_BOUND
     assert f"peak {peak} B, lower bound {LOWER_BOUND} B (not proven optimal" in run.stderr
@@ -80,13 +89,15 @@ def test_usmp_opt_returns_a_valid_plan_not_proven_optimal(
     assert run.exit_code == 0
     assert len(run.stderr_lines) == 1
     note = run.stderr_lines[0]
-    assert note.startswith(
-        f"note: usmp-plan pass: search stopped at its {TIME_LIMIT_S} s limit: the plan is valid "
-        "but not proven optimal: @global_workspace "
+    stopped = STOPPED.search(note)
+    assert stopped and note.startswith(
+        f"note: usmp-plan pass: {stopped.group(0)}: the plan is valid but not proven optimal: "
+        "@global_workspace "
     )
 
     data = json.loads(report.read_text())
     assert data["proven_optimal"] is False
+    assert data["stopped_by"] == ("node budget" if stopped.group(1) else "time limit")
     (pool,) = data["pools"]
     assert pool["lower_bound_bytes"] == LOWER_BOUND < pool["size_bytes"]
     assert note.endswith(
@@ -108,3 +119,32 @@ def test_usmp_opt_returns_a_valid_plan_not_proven_optimal(
     assert report_pairs == set(csv_pairs)
     assert_no_overlap(intervals, sizes, offsets)
     assert max(o + s for o, s in zip(offsets, sizes, strict=True)) <= pool["size_bytes"]
+
+
+def test_usmp_plan_says_when_the_node_budget_not_the_clock_stopped_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    report = tmp_path / "report.json"
+    args = [str(CHALLENGING), "--time-limit", "600", "--node-budget", "1000", "-o", "/dev/null"]
+    run = cli_runs.run_tool("usmp-plan", [*args, "--report", str(report)], capsys)
+    assert run.exit_code == 0
+    assert "search stopped at its node budget, before its 600 s limit)" in run.stderr_lines[-1]
+    assert json.loads(report.read_text())["stopped_by"] == "node budget"
+
+
+def test_the_pass_note_names_the_node_budget_when_it_stopped_the_search() -> None:
+    problem = Problem((Buffer("a", 8, live=((0, 2),)),), (Pool("global_workspace"),))
+    result = PlanResult(
+        plan=Plan(pools=(0,), offsets=(0,)),
+        algorithm="auto",
+        pool_sizes=(16,),
+        lower_bounds=(8,),
+        proven_optimal=False,
+        time_s=1.5,
+        limit_reached=True,
+        budget_stopped=True,
+    )
+    assert not_optimal_note(problem, result, 10.0) == (
+        "note: usmp-plan pass: search stopped at its node budget, before its 10 s limit: the "
+        "plan is valid but not proven optimal: @global_workspace 16 bytes (lower bound 8)"
+    )

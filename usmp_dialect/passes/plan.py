@@ -79,7 +79,7 @@ def not_optimal_note(problem: Problem, result: PlanResult, time_limit_s: float) 
         if size
     )
     return (
-        f"note: usmp-plan pass: search stopped at its {time_limit_s:g} s limit: the plan is "
+        f"note: usmp-plan pass: search stopped at {result.stop_phrase(time_limit_s)}: the plan is "
         f"valid but not proven optimal: {pools}"
     )
 

@@ -72,6 +72,7 @@ def plan_report(
         "memory_pressure_bytes": analysis.memory_pressure_bytes,
         "plan_time_s": round(result.time_s, 6),
         "proven_optimal": result.proven_optimal,
+        "stopped_by": result.stopped_by(),
     }
     lines = [json.dumps(head)[:-1] + ","]
     lines.append(' "pools": [')

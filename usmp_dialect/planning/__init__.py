@@ -61,9 +61,10 @@ class PlanOptions:
     progress: Callable[[str], None] | None = None
     """Called with a one-line status while a long search runs (the CLI prints it)."""
     node_budget: int | None = None
-    """Nodes the exact search (in `exact` and `auto`) may visit; None derives it from
-    time_limit_s at a node rate this machine class beats, so that the budget, not the clock,
-    ends searches and the plan does not depend on machine load."""
+    """Nodes the exact search (in `exact` and `auto`) may visit; None derives it from the
+    share of time_limit_s the search gets, at a node rate this machine class beats even when
+    loaded, so that the budget, not the clock, ends searches and the plan does not depend on
+    machine load."""
 
 
 @dataclass(frozen=True)
@@ -74,6 +75,8 @@ class AlgorithmResult:
     exhausted: bool = False
     limit_reached: bool = False
     """The search stopped at its node budget or time limit (see PlanResult.limit_reached)."""
+    budget_stopped: bool = False
+    """It was the node budget, not the clock, that stopped it."""
 
 
 Algorithm = Callable[[Problem, PlanOptions], AlgorithmResult]
@@ -123,6 +126,8 @@ def solve(
         for pool in range(len(problem.pools))
     )
     proven = result.exhausted or all(s == b for s, b in zip(sizes, bounds, strict=True))
+    ran_out_of_time = elapsed_s >= options.time_limit_s
+    limit_reached = not proven and (result.limit_reached or ran_out_of_time)
     return PlanResult(
         plan=result.plan,
         algorithm=algorithm,
@@ -130,5 +135,6 @@ def solve(
         lower_bounds=bounds,
         proven_optimal=proven,
         time_s=elapsed_s,
-        limit_reached=not proven and (result.limit_reached or elapsed_s >= options.time_limit_s),
+        limit_reached=limit_reached,
+        budget_stopped=limit_reached and result.budget_stopped and not ran_out_of_time,
     )

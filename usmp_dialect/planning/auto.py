@@ -21,25 +21,20 @@ search is run at the capacity itself (MiniMalloc's decision problem).
 from __future__ import annotations
 
 import time
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from usmp_dialect.planning import AlgorithmResult, PlanOptions
-from usmp_dialect.planning._core import Instance, prepare
-from usmp_dialect.planning.exact import (
-    NEAR_FIRST_BUFFERS,
-    default_node_budget,
-    exact_applicable,
-    exact_from,
-)
-from usmp_dialect.planning.greedy import (
-    best_of_portfolio,
-    diagnose_no_fit,
-    to_plan,
-)
-from usmp_dialect.planning.local_search import improve
 from usmp_dialect.planning.problem import Problem, lower_bound
-from usmp_dialect.planning.size_split import size_split
+from usmp_dialect.planning.tiny import tiny_plan
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from usmp_dialect.planning._core import Instance
+
+EXACT_SHARE = 0.85
+"""The share of the time limit the exact search's node budget stands for on pools of fewer
+than NEAR_FIRST_BUFFERS buffers."""
 
 PORTFOLIO_SHARE = 0.4
 PORTFOLIO_SHARE_BEFORE_EXACT = 0.15
@@ -49,6 +44,8 @@ is worth more than more greedy variants."""
 
 
 def at_lower_bound(instance: Instance, pools: np.ndarray, offsets: np.ndarray) -> bool:
+    import numpy as np
+
     tops = offsets + instance.sizes
     for pool in range(len(instance.capacities)):
         members = np.flatnonzero(pools == pool)
@@ -61,7 +58,23 @@ def at_lower_bound(instance: Instance, pools: np.ndarray, offsets: np.ndarray) -
 
 def auto(problem: Problem, options: PlanOptions) -> AlgorithmResult:
     """Portfolio, then exact search (or local search on huge problems) until the lower bound
-    or the time limit."""
+    or the time limit. Tiny problems that a first fit solves optimally never import numpy
+    (`tiny.py`)."""
+    plan = tiny_plan(problem)
+    if plan is not None:
+        return AlgorithmResult(plan, exhausted=True)
+    # Imported here: a tiny problem's start-up does not pay for numpy and the planners.
+    from usmp_dialect.planning._core import prepare
+    from usmp_dialect.planning.exact import (
+        NEAR_FIRST_BUFFERS,
+        default_node_budget,
+        exact_applicable,
+        exact_from,
+    )
+    from usmp_dialect.planning.greedy import best_of_portfolio, diagnose_no_fit, to_plan
+    from usmp_dialect.planning.local_search import improve
+    from usmp_dialect.planning.size_split import size_split
+
     started = time.perf_counter()
     deadline = started + options.time_limit_s
     instance = prepare(problem)
@@ -75,8 +88,10 @@ def auto(problem: Problem, options: PlanOptions) -> AlgorithmResult:
     best = best_of_portfolio(
         instance, deadline=started + share * options.time_limit_s, hard_deadline=deadline
     )
-    # The exact search's share of the time limit, as a node budget (deterministic).
-    exact_budget = default_node_budget(options, 1 - share)
+    # The exact search's share of the time limit, as a node budget (deterministic). The
+    # portfolio takes a fraction of a second on pools the exact search takes whole.
+    exact_share = EXACT_SHARE if instance.count < NEAR_FIRST_BUFFERS else 1 - share
+    exact_budget = default_node_budget(options, exact_share)
     if best is None:
         if instance.forced and exact_applicable(instance):
             return exact_from(instance, None, deadline, exact_budget, options)

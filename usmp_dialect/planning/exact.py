@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import ctypes
 import sys
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -58,17 +59,30 @@ THRESHOLD_LIMIT = 1 << THRESHOLD_BITS
 """Capacities below this use the threshold form of section inference (offsets are packed
 into a sort key next to the section index)."""
 
-NATIVE_NODES_PER_SECOND = 200_000
+NATIVE_NODES_PER_SECOND = 120_000
 PYTHON_NODES_PER_SECOND = 2_000
-"""Node rates the exact search beats on this machine class (2 cores, shared) on MiniMalloc's
-instances: 0.4-1.1M nodes/s native, 5-10k in Python. The default node budget is the time limit
-times the rate, so that searches end on the budget, deterministically, well before the clock
-(which stays as a hard stop for slower machines and huge pools)."""
+"""Node rates the exact search beats on this machine class (2 cores) even when loaded: on
+MiniMalloc's instances 0.4-1.1M nodes/s native on an idle core, about 200k with the machine
+loaded three times over, 5-10k in Python. The default node budget is the time limit times the
+rate, so that searches end on the budget, deterministically, before the clock (which stays as
+a hard stop for slower machines and huge pools) even for two planners sharing a core."""
 
 NEAR_BOUND_DIVISOR = 1_000
 NEAR_FIRST_BUFFERS = 2_000
 """Pools of at least this many buffers are first probed at bound + bound / NEAR_BOUND_DIVISOR
-(0.1 % above the lower bound), then at the bound."""
+(0.1 % above the lower bound) with half the budget, before the rounds of `minimise_pool`."""
+
+DESCENT_FIRST_NODES = 2_048
+DESCENT_FIRST_NODES_PER_BUFFER = 16
+"""Nodes per probe in the first round of `minimise_pool` (doubling every round)."""
+
+DESCENT_SKIPS = 4
+"""Capacities in a row one unit apart that a descent steps over before the round ends."""
+
+BOUND_SHARE = 0.3
+"""The share of a pool's budget for the probe at its lower bound, beside the descent:
+MiniMalloc's perfect packings (A-K) are found there far sooner than at any capacity above it
+(A in 108k nodes, B in 206k), where D and J never are."""
 
 PREORDERS = ("WAT", "TAW", "TWA")
 """Preorders, MiniMalloc's defaults: W = live width (time span), A = area (size x live length),
@@ -535,12 +549,15 @@ class NodeBudget:
     does not depend on machine load. The time limit stays as a hard stop."""
 
     remaining: int
+    clock_stopped: bool = False
+    """Whether the clock (the hard stop), not the budget, ended a search that drew on it."""
 
 
 def default_node_budget(options: PlanOptions, share: float = 1.0) -> NodeBudget:
-    """`options.node_budget` (times `share`), or `share` of the time limit at the node rate."""
+    """`options.node_budget` (all of it: it is the search's), or `share` of the time limit at
+    the node rate."""
     if options.node_budget is not None:
-        return NodeBudget(int(options.node_budget * share))
+        return NodeBudget(options.node_budget)
     rate = NATIVE_NODES_PER_SECOND if native.load() is not None else PYTHON_NODES_PER_SECOND
     return NodeBudget(int(options.time_limit_s * share * rate))
 
@@ -621,40 +638,167 @@ def component_runner(sub: Subproblem, component: np.ndarray, deadline: float) ->
     return run
 
 
+Restarts = dict[int, "tuple[int, int] | np.ndarray"]
+"""Per component (by position), where the restarts of a decision at one capacity got to: the
+node limit and preorder position of the next run, or the offsets found."""
+
+
 def decide(
     sub: Subproblem,
     components: list[np.ndarray],
     capacity: int,
     deadline: float,
     budget: NodeBudget,
+    restarts: Restarts | None = None,
 ) -> tuple[str, np.ndarray | None]:
     """('found', offsets) / ('infeasible', None) / ('timeout', None) for the whole pool;
-    'timeout' also when the node budget runs out (the nodes visited are taken from it)."""
+    'timeout' also when the node budget runs out (the nodes visited are taken from it).
+
+    Each component runs the preorders round-robin under a node limit that doubles. With
+    `restarts`, a decision that ran out of nodes resumes where the last one at the same
+    capacity stopped (the runs before are deterministic and known to fail): the same nodes in
+    total as one decision with the sum of the budgets."""
+    restarts = {} if restarts is None else restarts
     offsets = np.zeros(len(sub.sizes), dtype=INT)
-    for component in components:
+    for position, component in enumerate(components):
         if len(component) == 1:
             if sub.sizes[component[0]] > capacity:
                 return "infeasible", None
             continue
+        known = restarts.get(position)
+        if isinstance(known, np.ndarray):
+            offsets[component] = known[component]
+            continue
+        limit, first = known if known is not None else (4 * len(component), 0)
         run = component_runner(sub, component, deadline)
-        limit = 2 * len(component)
-        status, result = OVER_NODE_LIMIT, None
-        while status == OVER_NODE_LIMIT:
-            limit *= 2
-            for preorder in PREORDERS:
+        result = None
+        while result is None:
+            for index in range(first, len(PREORDERS)):
                 allowed = min(limit, budget.remaining)
                 if allowed <= 0:
+                    restarts[position] = (limit, index)
                     return "timeout", None
-                status, result, nodes = run(capacity, preorder, allowed)
+                status, result, nodes = run(capacity, PREORDERS[index], allowed)
                 budget.remaining -= nodes
-                if status == OVER_TIME:
+                if status == OVER_TIME or (status == OVER_NODE_LIMIT and allowed < limit):
+                    # Stopped short of its limit: this run is the one to redo.
+                    budget.clock_stopped = budget.clock_stopped or status == OVER_TIME
+                    restarts[position] = (limit, index)
                     return "timeout", None
-                if status != OVER_NODE_LIMIT:
+                if status == INFEASIBLE:
+                    return "infeasible", None
+                if status == FOUND:
                     break
-        if result is None:
-            return "infeasible", None
+            limit, first = 2 * limit, 0
+        assert result is not None
+        restarts[position] = result
         offsets[component] = result[component]
     return "found", offsets
+
+
+def granule(sub: Subproblem) -> int:
+    """The largest unit every size and alignment above 1 of `sub` is a multiple of: every
+    compacted packing (each buffer on a top, rounded up to its alignment) has offsets and peak
+    in whole units, so capacities between two multiples of it decide alike and the optimum is
+    a multiple of it."""
+    values = np.concatenate([sub.sizes, sub.alignments[sub.alignments > 1]])
+    return max(1, int(np.gcd.reduce(values))) if len(values) else 1
+
+
+class _Probes:
+    """The state of one pool's minimisation: the proven range [low, high) of the optimum, the
+    best offsets found (kept the moment a probe finds them) and the budget the probes draw
+    on."""
+
+    def __init__(
+        self,
+        sub: Subproblem,
+        bound: int,
+        offsets: np.ndarray | None,
+        capacity: int,
+        deadline: float,
+        budget: NodeBudget,
+        progress: Callable[[str], None] | None,
+        components: list[np.ndarray] | None = None,
+    ) -> None:
+        self.sub = sub
+        self.components = partitions(sub) if components is None else components
+        self.unit = granule(sub)
+        self.low = -(-bound // self.unit) * self.unit  # every capacity below is infeasible
+        self.best = offsets
+        self.best_peak = (
+            int((offsets + sub.sizes).max()) if offsets is not None and len(sub.sizes) else None
+        )
+        # Capacities at or above `high` are known feasible (with no plan: the capacity + 1).
+        self.high = self.best_peak if self.best_peak is not None else capacity + 1
+        self.deadline = deadline
+        self.budget = budget
+        self.progress = progress
+        self.spent = 0
+        self.restarts: dict[int, Restarts] = {}
+        """Per capacity probed, where its restarts got to (a probe resumes there)."""
+
+    def can_go_on(self) -> bool:
+        if self.budget.remaining > 0 and time.perf_counter() >= self.deadline:
+            self.budget.clock_stopped = True
+        return self.low < self.high and self.budget.remaining > 0 and not self.budget.clock_stopped
+
+    def probe(self, capacity: int, nodes: int) -> str:
+        """Decides `capacity` within `nodes` (and the budget); keeps a plan found at once."""
+        return self.apply(capacity, self.run(capacity, min(nodes, self.budget.remaining)))
+
+    def probe_pair(self, first: int, second: int, nodes: int) -> tuple[str, str]:
+        """`probe(first)` and `probe(second)` at once, the second on a thread (each within
+        `nodes`, the second within what the first leaves of the budget), applied in order:
+        the same plans whichever finishes first."""
+        allowed = min(nodes, self.budget.remaining)
+        other: list[Decision] = []
+        thread = threading.Thread(
+            target=lambda: other.append(
+                self.run(second, min(nodes, self.budget.remaining - allowed), quiet=True)
+            ),
+            daemon=True,
+        )
+        thread.start()
+        try:
+            decision = self.run(first, allowed)
+        finally:
+            thread.join()
+        return self.apply(first, decision), self.apply(second, other[0])
+
+    def run(self, capacity: int, allowed: int, quiet: bool = False) -> Decision:
+        """The decision at `capacity` within `allowed` nodes (its restarts resume), without
+        touching the state but its restarts."""
+        if self.progress and not quiet:
+            self.progress(f"exact: probing capacity {capacity} (bounds [{self.low}, {self.high}])")
+        share = NodeBudget(max(1, allowed))
+        restarts = self.restarts.setdefault(capacity, {})
+        status, found = decide(self.sub, self.components, capacity, self.deadline, share, restarts)
+        return Decision(status, found, max(1, allowed) - share.remaining, share.clock_stopped)
+
+    def apply(self, capacity: int, decision: Decision) -> str:
+        """Takes a decision's nodes from the budget and keeps what it found or proved."""
+        self.budget.remaining -= decision.nodes
+        self.spent += decision.nodes
+        self.budget.clock_stopped = self.budget.clock_stopped or decision.clock_stopped
+        if decision.status == "found":
+            assert decision.offsets is not None
+            peak = int((decision.offsets + self.sub.sizes).max())
+            if self.best_peak is None or peak < self.best_peak:
+                self.best, self.best_peak, self.high = decision.offsets, peak, peak
+        elif decision.status == "infeasible":
+            self.low = max(self.low, (capacity // self.unit + 1) * self.unit)
+        return decision.status
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What one probe found: its status, offsets when found, nodes spent, clock stop."""
+
+    status: str
+    offsets: np.ndarray | None
+    nodes: int
+    clock_stopped: bool
 
 
 def minimise_pool(
@@ -668,59 +812,130 @@ def minimise_pool(
 ) -> tuple[np.ndarray | None, bool]:
     """Improves the offsets of one pool's members (None: no known plan fits) within the node
     budget (which it draws on) and the deadline. Returns the best offsets found (global array
-    slice order = members) and whether they are optimal."""
+    slice order = members) and whether they are optimal.
+
+    An anytime schedule of two searches side by side (the second on a thread):
+
+    * a descent from the best plan, in rounds each with twice the nodes per probe of the last
+      (starting from DESCENT_FIRST_NODES_PER_BUFFER per buffer): probes one unit (`granule`)
+      below the best plan, a step that doubles while probes succeed and halves when one runs
+      out of nodes; at one unit, a capacity that runs out of nodes is stepped over (the
+      search's difficulty is far from monotone in the capacity: on MiniMalloc's D, 1,031,168
+      is found in 17k nodes where 1,032,192 takes over 2M), two at a time on two threads
+      (`probe_pair`, whose results apply in a fixed order), and DESCENT_SKIPS of those in a
+      row end the round;
+    * a probe at the lower bound with BOUND_SHARE of the budget, which proves the plan optimal
+      when it succeeds (as on most real networks and MiniMalloc's A-K), and then ends the
+      descent. Its plan is the result whenever it finds one (the descent never probes the
+      bound), so which search finishes first does not change the plan.
+
+    A capacity probed again resumes its restarts where they stopped (`decide`), so the rounds
+    waste little. Every plan a probe finds is kept the moment it is found, so the budget or
+    the clock stopping a probe loses nothing, and the schedule depends on node counts only:
+    a larger budget follows the same probes further, to a plan at least as good."""
     sub = build_subproblem(instance, members)
     bound = lower_bound(instance.problem, members.tolist())
-    components = partitions(sub)
-    best = offsets
-    best_peak = int((offsets + sub.sizes).max()) if offsets is not None and len(members) else None
-    if best_peak is not None and best_peak <= bound:
-        return best, True
-    low = bound  # every capacity below `low` is proven infeasible
-    high = best_peak if best_peak is not None else min(capacity + 1, int(UNBOUNDED))
-    unknown_above = low - 1  # probes at or below this timed out
-    probe = capacity if best_peak is None else low
-    # On large pools the bound can take long to reach while a little slack is found fast:
-    # probe NEAR_BOUND above it first, then the bound.
-    near = bound + bound // NEAR_BOUND_DIVISOR
-    bound_next = False
-    if best_peak is not None and len(members) >= NEAR_FIRST_BUFFERS and bound < near < high - 1:
-        probe, bound_next = near, True
-    while low < high and time.perf_counter() < deadline and budget.remaining > 0:
-        # The probe at the bound gets most of the nodes left: on real networks the bound is
-        # usually reachable. Later probes bisect with half of what is left.
-        if probe >= high - 1 or best_peak is None:
-            fraction = 1.0
-        elif probe in (bound, near):
-            fraction = 0.75
-        else:
-            fraction = 0.5
-        if progress:
-            progress(f"exact: probing capacity {probe} (bounds [{low}, {high}])")
-        share = NodeBudget(max(1, int(budget.remaining * fraction)))
-        granted = share.remaining
-        status, found = decide(sub, components, probe, deadline, share)
-        budget.remaining -= granted - share.remaining
-        if status == "found":
-            assert found is not None
-            peak = int((found + sub.sizes).max())
-            best, best_peak, high = found, peak, peak
-        elif status == "infeasible":
-            low = probe + 1
-            if best_peak is None and probe >= capacity:
-                return None, True
-        else:
-            unknown_above = max(unknown_above, probe)
-        if low >= high:
-            break
-        if bound_next:
-            probe, bound_next = low, False
-            continue
-        start = max(low, unknown_above + 1)
-        if start >= high:
-            break
-        probe = (start + high - 1) // 2
-    return best, best_peak is not None and low >= best_peak
+    state = _Probes(sub, bound, offsets, capacity, deadline, budget, progress)
+    unit = state.unit
+    if state.best_peak is not None and state.best_peak <= state.low:
+        return state.best, True
+    if state.best is None:
+        # No plan to descend from: the capacity itself first, with everything there is.
+        status = state.probe(capacity, budget.remaining)
+        if status != "found":
+            return None, status == "infeasible"
+    if len(members) >= NEAR_FIRST_BUFFERS:
+        # A probe costs at least a node per buffer: on large pools the rounds would spend the
+        # budget on few probes, while a little slack above the bound is found fast.
+        near = state.low + state.low // NEAR_BOUND_DIVISOR
+        near -= near % unit
+        if state.low < near < state.high:
+            state.probe(near, budget.remaining // 2)
+    nodes = max(DESCENT_FIRST_NODES, DESCENT_FIRST_NODES_PER_BUFFER * len(members))
+    # The probe at the bound runs beside the descent, on a thread (the native search releases
+    # the GIL) with a budget of its own: neither waits for the other, and each one's probes
+    # depend on its own node counts only.
+    bound_budget = NodeBudget(int(BOUND_SHARE * budget.remaining))
+    budget.remaining -= bound_budget.remaining
+    at_bound = _Probes(sub, bound, None, capacity, deadline, bound_budget, None, state.components)
+    found_at_bound = threading.Event()
+
+    def probe_the_bound() -> None:
+        if at_bound.can_go_on() and at_bound.probe(state.low, bound_budget.remaining) == "found":
+            found_at_bound.set()
+
+    thread = threading.Thread(target=probe_the_bound, daemon=True)
+    thread.start()
+    try:
+        _descend(state, nodes, found_at_bound)
+    finally:
+        thread.join()
+    budget.remaining += max(0, bound_budget.remaining)
+    budget.clock_stopped = budget.clock_stopped or bound_budget.clock_stopped
+    if at_bound.best is not None:  # the descent never probes the bound: this plan is the one
+        return at_bound.best, True
+    low = max(state.low, at_bound.low)
+    return state.best, state.best_peak is not None and low >= state.best_peak
+
+
+def _descend(state: _Probes, nodes: int, stop: threading.Event) -> None:
+    """The descent rounds of `minimise_pool` (until `stop` is set, the budget is spent or the
+    clock runs out)."""
+    unit = state.unit
+    if state.low < state.high - unit and state.can_go_on():
+        # One cheap step first, so that the first improvement comes within milliseconds.
+        state.probe(state.high - unit, nodes)
+    while state.can_go_on() and not stop.is_set():
+        tried = {state.low}  # the bound is the other thread's
+        steps, skipped = 1, 0
+        target = state.high - unit
+        while skipped < DESCENT_SKIPS and state.can_go_on() and not stop.is_set():
+            target = max(state.low, target - target % unit)
+            if target in tried:  # the bound, or a capacity that ran out of nodes this round
+                if target == state.low:
+                    if steps == 1:
+                        break
+                    steps //= 2  # a step past the bound: a shorter one
+                    target = state.high - steps * unit
+                else:
+                    target -= unit
+                continue
+            tried.add(target)
+            below = target - unit
+            if (
+                steps == 1
+                and below > state.low
+                and below not in tried
+                and state.budget.remaining > nodes
+            ):
+                # Stepping over capacities one unit at a time: the next one is probed at once,
+                # on a second thread (as though the first ran out of nodes).
+                tried.add(below)
+                status, second = state.probe_pair(target, below, nodes)
+                if status == "found" or second == "found":
+                    steps, skipped = 2, 0
+                    target = state.high - steps * unit
+                elif "infeasible" in (status, second):
+                    steps, skipped = 1, 0
+                    target = state.high - unit
+                else:
+                    skipped += 2
+                    target = below - unit
+                continue
+            status = state.probe(target, nodes)
+            if status == "found":
+                steps, skipped = 2 * steps, 0
+                target = state.high - steps * unit
+            elif status == "infeasible":
+                steps, skipped = 1, 0
+                target = state.high - unit
+            elif steps > 1:
+                steps //= 2
+                target = state.high - steps * unit
+            else:
+                skipped += 1
+                target -= unit
+        nodes *= 2
 
 
 def exact_applicable(instance: Instance) -> bool:
@@ -794,14 +1009,18 @@ def exact_from(
                     f"the buffers of pool '{problem.pools[pool].name}' cannot fit its "
                     f"capacity of {capacity} bytes (proven by exhaustive search)"
                 )
+            limit = "the time limit" if budget.clock_stopped else "its node budget ran out"
             raise PlanningError(
                 f"no plan found within the capacity of pool '{problem.pools[pool].name}' "
-                f"({capacity} bytes) before the time limit"
+                f"({capacity} bytes) before {limit}"
             )
         result_offsets[members] = found
         proven = proven and optimal
         searched_unproven = searched_unproven or not optimal
     plan = Plan(pools=tuple(int(p) for p in pools), offsets=tuple(int(o) for o in result_offsets))
     return AlgorithmResult(
-        plan, exhausted=proven and instance.forced, limit_reached=searched_unproven
+        plan,
+        exhausted=proven and instance.forced,
+        limit_reached=searched_unproven,
+        budget_stopped=searched_unproven and not budget.clock_stopped,
     )

@@ -345,6 +345,7 @@ def plan_report(
         "lower_bound_bytes": global_bound,
         "peak_bytes": sum(result.pool_sizes),
         "proven_optimal": result.proven_optimal,
+        "stopped_by": result.stopped_by(),
         "plan_time_s": round(result.time_s, 6),
         "pools": [
             {

@@ -10,8 +10,14 @@ from __future__ import annotations
 
 import bisect
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
+
+SMALL_SWEEP = 256
+"""Below this many buffers, `peak_live_bytes` sweeps in plain Python (numpy is imported only
+when needed: most of a small problem's start-up would be spent importing it)."""
 
 Interval = tuple[int, int]
 """A half-open live interval `[start, end)` on the program's abstract timeline."""
@@ -76,6 +82,20 @@ class PlanResult:
     limit_reached: bool = False
     """Whether the search stopped at its limit (the time limit, or the node budget that stands
     for it) rather than by proving its plan optimal."""
+    budget_stopped: bool = False
+    """Whether that limit was the node budget, reached before the time limit."""
+
+    def stopped_by(self) -> str | None:
+        """What ended a search that stopped at its limit: "node budget" or "time limit"."""
+        if not self.limit_reached:
+            return None
+        return "node budget" if self.budget_stopped else "time limit"
+
+    def stop_phrase(self, time_limit_s: float) -> str:
+        """How messages name the limit that stopped the search."""
+        if self.budget_stopped:
+            return f"its node budget, before its {time_limit_s:g} s limit"
+        return f"its {time_limit_s:g} s limit"
 
 
 class ProblemError(ValueError):
@@ -167,6 +187,8 @@ def conflict_lists(problem: Problem) -> list[list[int]]:
 
 def _live_events(problem: Problem, indices: list[int] | range) -> tuple[np.ndarray, ...]:
     """Owners, starts and ends of the merged live intervals of `indices`, as arrays."""
+    import numpy as np
+
     owners: list[int] = []
     starts: list[int] = []
     ends: list[int] = []
@@ -189,6 +211,24 @@ def peak_live_bytes(problem: Problem, members: list[int] | None = None) -> int:
     `members` (default: all buffers). Only interval lifetimes are counted. A sweep: O(n log n),
     fine for tens of thousands of buffers."""
     indices = range(len(problem.buffers)) if members is None else members
+    if len(indices) < SMALL_SWEEP:
+        buffers = problem.buffers
+        events = sorted(
+            (time, delta)
+            for index in indices
+            for start, end in merged_intervals(buffers[index].live)
+            for time, delta in (
+                (start, buffers[index].size_bytes),
+                (end, -buffers[index].size_bytes),
+            )
+        )
+        live = peak = 0
+        for _time, delta in events:  # ends (negative) first at equal times
+            live += delta
+            peak = max(peak, live)
+        return peak
+    import numpy as np
+
     owners, starts, ends = _live_events(problem, indices)
     if not len(owners):
         return 0
@@ -256,6 +296,8 @@ def aligned_peak(problem: Problem, members: list[int] | None = None) -> int:
     aligned = [i for i in indices if buffers[i].alignment > 1 and buffers[i].size_bytes > 0]
     if not aligned:
         return 0
+    import numpy as np
+
     positive = [i for i in indices if buffers[i].size_bytes > 0 and buffers[i].live]
     owners, starts, ends = _live_events(problem, positive)
     if not len(owners):
@@ -273,6 +315,8 @@ def aligned_peak(problem: Problem, members: list[int] | None = None) -> int:
 
 def _aligned_sweep(sizes: np.ndarray, starts: np.ndarray, ends: np.ndarray, alignment: int) -> int:
     """max over t of S_a(t) - P_a(t) (see `aligned_peak`) for the given live items."""
+    import numpy as np
+
     padded = -(-sizes // alignment) * alignment
     pads = padded - sizes
     # A buffer's merged intervals never overlap each other, so each time counts it at most
@@ -312,6 +356,8 @@ def _member_neighbours(
             if other != index and other in member_set:
                 explicit.setdefault(index, set()).add(other)
                 explicit.setdefault(other, set()).add(index)
+    import numpy as np
+
     owners, starts, ends = _live_events(problem, members)
     order = np.argsort(starts, kind="stable")
     sorted_starts = starts[order]

@@ -1,11 +1,13 @@
 """`usmp-plan`: plans a bare buffer problem read from a CSV or JSON file (SPEC §8), no IR.
 
     usmp-plan problem.csv [-o planned.csv] [--algorithm NAME] [--capacity BYTES]
-              [--time-limit SECONDS] [--seed N] [--report report.json]
+              [--time-limit SECONDS] [--node-budget NODES] [--seed N]
+              [--report report.json]
 
 The plan goes to stdout (or `-o`); the last line on stderr states the peak, the lower bound,
-whether the plan is proven optimal (a search stopped by `--time-limit` returns its best valid
-plan, "not proven optimal"), the time and the algorithm. `-o` and `--report` are checked before
+whether the plan is proven optimal (a search stopped by its node budget or `--time-limit`
+returns its best valid plan, "not proven optimal", and says which one stopped it), the time
+and the algorithm. `-o` and `--report` are checked before
 planning and written atomically only once the plan exists. Errors are one line
 `usmp-plan: error: FILE:LINE: ...` and exit code 1; an internal error (a bug) is one line
 `usmp-plan: internal error: ...` and exit code 2 (`USMP_DEBUG=1` adds the traceback).
@@ -31,7 +33,6 @@ from usmp_dialect.planning.io import (
 )
 from usmp_dialect.planning.problem import PlanResult, Problem, lower_bound
 from usmp_dialect.tools.internal_error import reported_as_one_line
-from usmp_dialect.tools.output_file import check_writable, write_text_atomically
 
 PROGRAM = "usmp-plan"
 PROGRESS_AFTER_S = 1.0
@@ -66,6 +67,13 @@ def _non_negative_int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"'{text}' is negative")
     if value > MAX_BYTES:
         raise argparse.ArgumentTypeError(f"'{text}' does not fit in 64 bits")
+    return value
+
+
+def _positive_int(text: str) -> int:
+    value = _non_negative_int(text)
+    if not value:
+        raise argparse.ArgumentTypeError(f"'{text}' is not positive")
     return value
 
 
@@ -110,6 +118,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="time budget of searching algorithms (default: 10)",
     )
     parser.add_argument(
+        "--node-budget",
+        type=_positive_int,
+        metavar="NODES",
+        help="search nodes `exact` and `auto` may visit (default: set from --time-limit at a "
+        "rate a loaded machine reaches, so that the plan does not depend on its load)",
+    )
+    parser.add_argument(
         "--seed",
         type=_non_negative_int,
         default=0,
@@ -137,7 +152,9 @@ def _progress_printer(stream: TextIO) -> Callable[[str], None]:
 def _summary(problem: Problem, result: PlanResult, time_limit_s: float) -> str:
     """The last stderr line: peak, lower bound, time, algorithm."""
     timing = f"{result.time_s:.2f} s, {result.algorithm}"
-    stopped = f", search stopped at its {time_limit_s:g} s limit" if result.limit_reached else ""
+    stopped = ""
+    if result.limit_reached:
+        stopped = f", search stopped at {result.stop_phrase(time_limit_s)}"
     if len(problem.pools) == 1:
         peak, bound = result.pool_sizes[0], result.lower_bounds[0]
         if result.proven_optimal:
@@ -174,6 +191,9 @@ def _check_output(path: str | None, what: str) -> None:
     if path is None:
         return
     try:
+        # Imported here (as below): tempfile is a noticeable share of a small run's start-up.
+        from usmp_dialect.tools.output_file import check_writable
+
         check_writable(path)
     except OSError as error:
         raise UsageError(f"cannot write {what} '{path}': {error.strerror}") from None
@@ -181,6 +201,8 @@ def _check_output(path: str | None, what: str) -> None:
 
 def _write(path: str, text: str, what: str) -> None:
     try:
+        from usmp_dialect.tools.output_file import write_text_atomically
+
         write_text_atomically(path, text)
     except OSError as error:
         raise UsageError(f"cannot write {what} '{path}': {error.strerror}") from None
@@ -249,7 +271,10 @@ def run(argv: Sequence[str] | None, stdout: TextIO, stderr: TextIO) -> int:
         problem = with_capacity(problem, args.capacity)
     _check_capacities(problem, source)
     options = PlanOptions(
-        time_limit_s=args.time_limit, seed=args.seed, progress=_progress_printer(stderr)
+        time_limit_s=args.time_limit,
+        seed=args.seed,
+        progress=_progress_printer(stderr),
+        node_budget=args.node_budget,
     )
     try:
         result = solve(problem, algorithm, options)
