@@ -97,6 +97,7 @@ def mean_model(
     axes: list[int],
     keep_dims: bool,
     out_quant: dict | None = None,
+    opcode: str = "MEAN",
 ) -> ModelSpec:
     rank = len(shape)
     reduced = {a % rank for a in axes}
@@ -109,7 +110,7 @@ def mean_model(
         constant("axes", np.array(axes, dtype=np.int32)),
         activation("y", dtype, out_shape, out_quant),
     ]
-    op = OperatorSpec("MEAN", [0, 1], [2], "ReducerOptions", {"KeepDims": keep_dims})
+    op = OperatorSpec(opcode, [0, 1], [2], "ReducerOptions", {"KeepDims": keep_dims})
     return oracle.ModelSpec(tensors, [op], [0], [2])
 
 
@@ -132,6 +133,22 @@ def slice_model(
     ]
     op = OperatorSpec("STRIDED_SLICE", [0, 1, 2, 3], [4], "StridedSliceOptions", masks)
     return oracle.ModelSpec(tensors, [op], [0], [4])
+
+
+def slice_op_model(
+    dtype: type,
+    shape: tuple[int, ...],
+    begin: list[int],
+    size: list[int],
+    out_shape: tuple[int, ...],
+) -> ModelSpec:
+    tensors = [
+        activation("x", dtype, shape),
+        constant("b", np.array(begin, dtype=np.int32)),
+        constant("n", np.array(size, dtype=np.int32)),
+        activation("y", dtype, out_shape),
+    ]
+    return oracle.ModelSpec(tensors, [OperatorSpec("SLICE", [0, 1, 2], [3])], [0], [3])
 
 
 def pack_model(dtype: type, shape: tuple[int, ...], count: int, axis: int) -> ModelSpec:
@@ -200,6 +217,21 @@ def test_mean_matches_tflm(dtype: type, tmp_path: Path) -> None:
 
 @requires_tflm
 @pytest.mark.parametrize("dtype", [np.int8, np.float32], ids=["int8", "float"])
+def test_sum_and_reduce_max_match_tflm(dtype: type, tmp_path: Path) -> None:
+    rescaled = {"scales": [0.4], "zero_points": [-5]}
+    models = {
+        "sum_spatial": mean_model(dtype, (1, 3, 4, 2), [1, 2], True, rescaled, "SUM"),
+        "sum_last": mean_model(dtype, (2, 3, 5), [-1], False, rescaled, "SUM"),
+        "sum_first_two": mean_model(dtype, (2, 3, 4), [0, 1], False, rescaled, "SUM"),
+        "max_spatial": mean_model(dtype, (1, 5, 4, 3), [1, 2], True, None, "REDUCE_MAX"),
+        "max_last": mean_model(dtype, (3, 7), [1], False, None, "REDUCE_MAX"),
+        "max_outer": mean_model(dtype, (4, 2, 3), [0], True, None, "REDUCE_MAX"),
+    }
+    oracle.assert_all_match(models, tmp_path)
+
+
+@requires_tflm
+@pytest.mark.parametrize("dtype", [np.int8, np.float32], ids=["int8", "float"])
 def test_strided_slice_of_activation_matches_tflm(dtype: type, tmp_path: Path) -> None:
     models = {
         "steps": slice_model(
@@ -211,6 +243,7 @@ def test_strided_slice_of_activation_matches_tflm(dtype: type, tmp_path: Path) -
         "masks": slice_model(
             dtype, (2, 5, 4), [1, 1, 0], [0, 4, 3], [1, 1, 1], (2, 3, 4), BeginMask=1, EndMask=5
         ),
+        "slice": slice_op_model(dtype, (2, 5, 4, 3), [1, 2, 0, 1], [1, -1, 3, 2], (1, 3, 3, 2)),
         "shrink": slice_model(
             dtype, (3, 4, 5), [1, 0, 2], [2, 4, 4], [1, 1, 1], (4, 2), ShrinkAxisMask=1
         ),
@@ -333,6 +366,10 @@ def test_int8_concatenation_needs_equal_quantisation() -> None:
             ),
             "input 1 (tensor 'axes' (index 1)) must be a constant",
         ),
+        (
+            mean_model(np.int8, (2, 3), [1], True, {"scales": [0.1]}, "REDUCE_MAX").model(),
+            "int8 REDUCE_MAX needs them equal",
+        ),
         (mean_model(np.float32, (2, 3), [2], True).model(), "axis 2 is outside the 2-D input"),
         (
             slice_model(np.float32, (3, 4), [0, 0], [1, 4], [1, 1], (1, 4), Offset=True).model(),
@@ -356,6 +393,7 @@ def test_int8_concatenation_needs_equal_quantisation() -> None:
         "pad_negative",
         "padv2_value_quantisation",
         "mean_axes_not_constant",
+        "reduce_max_quantisation",
         "mean_axis_range",
         "slice_offset",
         "slice_negative_shrink",
