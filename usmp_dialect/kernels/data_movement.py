@@ -3,8 +3,9 @@
 CONCATENATION writes each input into its slice of the output (one loop nest per input, on 2-D
 views `[outer, axis * inner]` so the nest is two loops deep whatever the rank); PAD fills the
 border of its output and copies the input into the interior, so every output element is
-written exactly once and no test runs in any loop; STRIDED_SLICE and UNPACK copy a strided box
-of their input. Inputs that are constants are `memref.global`s read inside the kernel.
+written exactly once and no test runs in any loop; STRIDED_SLICE, UNPACK and SPLIT copy strided
+boxes of their input; TRANSPOSE writes its output in order. Inputs that are constants are
+`memref.global`s read inside the kernel.
 """
 
 from __future__ import annotations
@@ -153,5 +154,27 @@ def strided_copies(
     for target, (type_, box) in zip(targets, outputs, strict=True):
         rank = len(type_.get_shape())
         emit_copy(kernel, source, box, target, Box.dense([0] * rank, box.extent))
+    finish(kernel)
+    module.add(op)
+
+
+def transpose(
+    module: ModelModule,
+    name: str,
+    input_type: MemRefType,
+    output_type: MemRefType,
+    permutation: Sequence[int],
+) -> None:
+    """Adds `@name(%input, %output)`: output dimension k is input dimension `permutation[k]`
+    (the output is written in order, the input read with the permuted strides)."""
+    op, kernel, (source, target) = function(name, [("input", input_type), ("output", output_type)])
+
+    def body(ivs: Sequence[Value]) -> None:
+        index: list[Value] = list(ivs)
+        for out_dim, in_dim in enumerate(permutation):
+            index[in_dim] = ivs[out_dim]
+        kernel.store(kernel.load(source, index), target, ivs)
+
+    kernel.loops(list(output_type.get_shape()), body)
     finish(kernel)
     module.add(op)

@@ -1,13 +1,15 @@
-"""MEAN over a set of axes, as TFLite Micro's reference kernels compute it.
+"""MEAN, SUM and REDUCE_MAX over a set of axes, as TFLite Micro's reference kernels compute them.
 
-Each output element's sum is a scalar accumulator (TFLite keeps a temporary sum per output;
-the order of the additions is the same: the reduced axes in row-major order). Then
-* float: `sum / (float)count`;
-* int8: `QuantizedMeanOrSum`, which TFLite Micro runs even when the input and output
-  quantisations are equal (its rounding differs from the truncating `reference_ops::Mean`):
-  `MultiplyByQuantizedMultiplier(sum - zp_in * count)` with the multiplier
-  `scale_in / scale_out` folded with `1 / count` (`mean_multiplier`), plus the output zero
-  point, clamped to int8.
+Each output element's reduction is a scalar accumulator (TFLite keeps a temporary per output;
+the order of the operations is the same: the reduced axes in row-major order). Then
+* MEAN, float: `sum / (float)count`; SUM, float: the sum;
+* MEAN and SUM, int8: `QuantizedMeanOrSum`, which TFLite Micro runs for MEAN even when the
+  input and output quantisations are equal (its rounding differs from the truncating
+  `reference_ops::Mean`): `MultiplyByQuantizedMultiplier(sum - zp_in * count)` with the
+  multiplier `scale_in / scale_out` (for MEAN folded with `1 / count`, `mean_multiplier`),
+  plus the output zero point, clamped to int8;
+* REDUCE_MAX: the largest element (`in > current ? in : current`, from the lowest value);
+  int8 keeps the quantisation (TFLite requires equal input and output parameters).
 """
 
 from __future__ import annotations
@@ -20,11 +22,12 @@ from xdsl.dialects.builtin import IntegerType, MemRefType, f32, i32
 from usmp_dialect.kernels.builder import Value, finish, function
 from usmp_dialect.kernels.fixed_point import emit_multiply_by_quantized_multiplier, wrap32
 from usmp_dialect.kernels.module import ModelModule
+from usmp_dialect.kernels.pooling import FLOAT_LOWEST
 
 
 @dataclass(frozen=True)
 class QuantizedMean:
-    """int8 parameters: the zero points and TFLite's QuantizeMultiplier(scale_in / scale_out)."""
+    """int8 MEAN and SUM: the zero points and TFLite's QuantizeMultiplier(scale_in / scale_out)."""
 
     input_zero_point: int
     multiplier: int
@@ -40,16 +43,18 @@ def mean_multiplier(multiplier: int, shift: int, count: int) -> tuple[int, int]:
     return (multiplier << extra) // count, shift - extra
 
 
-def mean(
+def reduce(
     module: ModelModule,
     name: str,
     input_type: MemRefType,
     output_type: MemRefType,
     axes: Sequence[int],
+    kind: str,
     quantized: QuantizedMean | None,
 ) -> None:
-    """Adds `@name(%input, %output)`; `output_type` has the input's rank with the reduced
-    `axes` (distinct, in [0, rank)) of extent 1."""
+    """Adds `@name(%input, %output)` computing `kind` ("mean", "sum" or "max"; `quantized`
+    for int8 mean and sum); `output_type` has the input's rank with the reduced `axes`
+    (distinct, in [0, rank)) of extent 1."""
     shape = input_type.get_shape()
     rank = len(shape)
     reduced = sorted(set(axes))
@@ -65,6 +70,8 @@ def mean(
         def reduce_level(depth: int, index: list[Value | int], total: Value) -> Value:
             if depth == len(reduced):
                 x = kernel.load(source, index)
+                if kind == "max":
+                    return kernel.select(kernel.cmp("sgt", x, total), x, total)
                 return kernel.add(total, kernel.cast(x, i32) if integer else x)
 
             def step(iv: Value, carried: Sequence[Value]) -> list[Value]:
@@ -78,13 +85,20 @@ def mean(
         index: list[Value | int] = [0] * rank
         for axis, iv in zip(kept, kept_ivs, strict=True):
             index[axis] = iv
-        start = kernel.constant(0, i32 if integer else f32)
+        if kind == "max":
+            start = kernel.constant(-128 if integer else FLOAT_LOWEST, element)
+        else:
+            start = kernel.constant(0, i32 if integer else f32)
         total = reduce_level(0, index, start)
-        if not integer:
+        if kind == "max" or (kind == "sum" and not integer):
+            result = total
+        elif not integer:
             result = kernel.div(total, kernel.constant(float(count), f32))
         else:
             assert quantized is not None
-            multiplier, shift = mean_multiplier(quantized.multiplier, quantized.shift, count)
+            multiplier, shift = quantized.multiplier, quantized.shift
+            if kind == "mean":
+                multiplier, shift = mean_multiplier(multiplier, shift, count)
             offset = kernel.sub(total, wrap32(quantized.input_zero_point * count))
             scaled = emit_multiply_by_quantized_multiplier(kernel, offset, multiplier, shift)
             shifted = kernel.add(scaled, quantized.output_zero_point)

@@ -1,5 +1,6 @@
-"""CONCATENATION, PACK, UNPACK, STRIDED_SLICE, SLICE, PAD, PADV2 and MEAN against TensorFlow Lite
-Micro: int8 byte for byte, float32 within 1e-5, on models written with `tflite_writer`."""
+"""CONCATENATION, PACK, UNPACK, SPLIT, SPLIT_V, STRIDED_SLICE, SLICE, PAD, PADV2, TRANSPOSE,
+MEAN, SUM and REDUCE_MAX against TensorFlow Lite Micro: int8 byte for byte, float32 within 1e-5,
+on models written with `tflite_writer`."""
 
 from __future__ import annotations
 
@@ -97,6 +98,7 @@ def mean_model(
     axes: list[int],
     keep_dims: bool,
     out_quant: dict | None = None,
+    opcode: str = "MEAN",
 ) -> ModelSpec:
     rank = len(shape)
     reduced = {a % rank for a in axes}
@@ -109,7 +111,7 @@ def mean_model(
         constant("axes", np.array(axes, dtype=np.int32)),
         activation("y", dtype, out_shape, out_quant),
     ]
-    op = OperatorSpec("MEAN", [0, 1], [2], "ReducerOptions", {"KeepDims": keep_dims})
+    op = OperatorSpec(opcode, [0, 1], [2], "ReducerOptions", {"KeepDims": keep_dims})
     return oracle.ModelSpec(tensors, [op], [0], [2])
 
 
@@ -132,6 +134,22 @@ def slice_model(
     ]
     op = OperatorSpec("STRIDED_SLICE", [0, 1, 2, 3], [4], "StridedSliceOptions", masks)
     return oracle.ModelSpec(tensors, [op], [0], [4])
+
+
+def slice_op_model(
+    dtype: type,
+    shape: tuple[int, ...],
+    begin: list[int],
+    size: list[int],
+    out_shape: tuple[int, ...],
+) -> ModelSpec:
+    tensors = [
+        activation("x", dtype, shape),
+        constant("b", np.array(begin, dtype=np.int32)),
+        constant("n", np.array(size, dtype=np.int32)),
+        activation("y", dtype, out_shape),
+    ]
+    return oracle.ModelSpec(tensors, [OperatorSpec("SLICE", [0, 1, 2], [3])], [0], [3])
 
 
 def pack_model(dtype: type, shape: tuple[int, ...], count: int, axis: int) -> ModelSpec:
@@ -200,6 +218,21 @@ def test_mean_matches_tflm(dtype: type, tmp_path: Path) -> None:
 
 @requires_tflm
 @pytest.mark.parametrize("dtype", [np.int8, np.float32], ids=["int8", "float"])
+def test_sum_and_reduce_max_match_tflm(dtype: type, tmp_path: Path) -> None:
+    rescaled = {"scales": [0.4], "zero_points": [-5]}
+    models = {
+        "sum_spatial": mean_model(dtype, (1, 3, 4, 2), [1, 2], True, rescaled, "SUM"),
+        "sum_last": mean_model(dtype, (2, 3, 5), [-1], False, rescaled, "SUM"),
+        "sum_first_two": mean_model(dtype, (2, 3, 4), [0, 1], False, rescaled, "SUM"),
+        "max_spatial": mean_model(dtype, (1, 5, 4, 3), [1, 2], True, None, "REDUCE_MAX"),
+        "max_last": mean_model(dtype, (3, 7), [1], False, None, "REDUCE_MAX"),
+        "max_outer": mean_model(dtype, (4, 2, 3), [0], True, None, "REDUCE_MAX"),
+    }
+    oracle.assert_all_match(models, tmp_path)
+
+
+@requires_tflm
+@pytest.mark.parametrize("dtype", [np.int8, np.float32], ids=["int8", "float"])
 def test_strided_slice_of_activation_matches_tflm(dtype: type, tmp_path: Path) -> None:
     models = {
         "steps": slice_model(
@@ -211,6 +244,7 @@ def test_strided_slice_of_activation_matches_tflm(dtype: type, tmp_path: Path) -
         "masks": slice_model(
             dtype, (2, 5, 4), [1, 1, 0], [0, 4, 3], [1, 1, 1], (2, 3, 4), BeginMask=1, EndMask=5
         ),
+        "slice": slice_op_model(dtype, (2, 5, 4, 3), [1, 2, 0, 1], [1, -1, 3, 2], (1, 3, 3, 2)),
         "shrink": slice_model(
             dtype, (3, 4, 5), [1, 0, 2], [2, 4, 4], [1, 1, 1], (4, 2), ShrinkAxisMask=1
         ),
@@ -231,6 +265,53 @@ def test_pack_and_unpack_match_tflm(dtype: type, tmp_path: Path) -> None:
     oracle.assert_all_match(models, tmp_path)
 
 
+def split_model(
+    dtype: type,
+    shape: tuple[int, ...],
+    axis: int,
+    sizes: list[int],
+    v: bool,
+    size_splits: list[int] | None = None,
+) -> ModelSpec:
+    """SPLIT (or SPLIT_V, whose size_splits default to `sizes`) into pieces of `sizes`."""
+    positive = axis % len(shape)
+    tensors = [activation("x", dtype, shape), constant("axis", np.array([axis], dtype=np.int32))]
+    parts = [tuple(s if d != positive else n for d, s in enumerate(shape)) for n in sizes]
+    outputs = list(range(3, 3 + len(sizes))) if v else list(range(2, 2 + len(sizes)))
+    if v:
+        tensors.append(constant("sizes", np.array(size_splits or sizes, dtype=np.int32)))
+        op = OperatorSpec("SPLIT_V", [0, 2, 1], outputs, "SplitVOptions", {"NumSplits": len(sizes)})
+    else:
+        op = OperatorSpec("SPLIT", [1, 0], outputs, "SplitOptions", {"NumSplits": len(sizes)})
+    tensors += [activation(f"y{k}", dtype, part) for k, part in enumerate(parts)]
+    return oracle.ModelSpec(tensors, [op], [0], outputs)
+
+
+def transpose_model(dtype: type, shape: tuple[int, ...], permutation: list[int]) -> ModelSpec:
+    tensors = [
+        activation("x", dtype, shape),
+        constant("perm", np.array(permutation, dtype=np.int32)),
+        activation("y", dtype, tuple(shape[p] for p in permutation)),
+    ]
+    return oracle.ModelSpec(tensors, [OperatorSpec("TRANSPOSE", [0, 1], [2])], [0], [2])
+
+
+@requires_tflm
+@pytest.mark.parametrize("dtype", [np.int8, np.float32], ids=["int8", "float"])
+def test_split_and_transpose_match_tflm(dtype: type, tmp_path: Path) -> None:
+    models = {
+        "split_channels": split_model(dtype, (1, 2, 3, 6), 3, [2, 2, 2], False),
+        "split_outer": split_model(dtype, (4, 3), 0, [2, 2], False),
+        "split_v": split_model(dtype, (2, 7, 3), 1, [3, 1, 3], True),
+        "split_v_negative_axis": split_model(dtype, (2, 3, 5), -1, [4, 1], True),
+        "split_v_inferred": split_model(dtype, (6, 2), 0, [1, 4, 1], True, [1, -1, 1]),
+        "transpose_nchw": transpose_model(dtype, (1, 3, 4, 2), [0, 3, 1, 2]),
+        "transpose_2d": transpose_model(dtype, (5, 3), [1, 0]),
+        "transpose_3d": transpose_model(dtype, (2, 3, 4), [2, 0, 1]),
+    }
+    oracle.assert_all_match(models, tmp_path)
+
+
 @requires_tflm
 def test_kernels_are_clean_under_sanitizers(tmp_path: Path) -> None:
     models = {
@@ -243,6 +324,9 @@ def test_kernels_are_clean_under_sanitizers(tmp_path: Path) -> None:
             np.int8, (1, 5, 4, 3), [0, -1, 3, 0], [1, 0, 0, 2], [1, -1, -2, 1], (1, 4, 2, 2)
         ),
         "unpack": unpack_model(np.float32, (2, 3, 2), 1),
+        "split_v": split_model(np.int8, (2, 5, 3), 1, [1, 4], True),
+        "transpose": transpose_model(np.float32, (2, 3, 4), [2, 0, 1]),
+        "sum": mean_model(np.int8, (2, 3, 4), [0, 2], False, {"scales": [0.3]}, "SUM"),
     }
     oracle.assert_all_match(models, tmp_path, trials=1, sanitize=True)
 
@@ -333,6 +417,22 @@ def test_int8_concatenation_needs_equal_quantisation() -> None:
             ),
             "input 1 (tensor 'axes' (index 1)) must be a constant",
         ),
+        (
+            mean_model(np.int8, (2, 3), [1], True, {"scales": [0.1]}, "REDUCE_MAX").model(),
+            "int8 REDUCE_MAX needs them equal",
+        ),
+        (
+            split_model(np.float32, (5, 2), 0, [2, 2], False).model(),
+            "dimension 0 of size 5 does not split in 2",
+        ),
+        (
+            split_model(np.float32, (5, 2), 0, [2, 2], True).model(),
+            "the sizes [2, 2] do not split dimension 0 of size 5",
+        ),
+        (
+            transpose_model(np.float32, (2, 3), [0, 0]).model(),
+            "[0, 0] is not a permutation of the 2 dimensions",
+        ),
         (mean_model(np.float32, (2, 3), [2], True).model(), "axis 2 is outside the 2-D input"),
         (
             slice_model(np.float32, (3, 4), [0, 0], [1, 4], [1, 1], (1, 4), Offset=True).model(),
@@ -356,6 +456,10 @@ def test_int8_concatenation_needs_equal_quantisation() -> None:
         "pad_negative",
         "padv2_value_quantisation",
         "mean_axes_not_constant",
+        "reduce_max_quantisation",
+        "split_uneven",
+        "split_v_sizes",
+        "transpose_permutation",
         "mean_axis_range",
         "slice_offset",
         "slice_negative_shrink",

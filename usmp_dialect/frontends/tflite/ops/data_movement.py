@@ -1,5 +1,6 @@
-"""Data movement on activations, int8 and float32: CONCATENATION, PACK, UNPACK, STRIDED_SLICE,
-SLICE, PAD and PADV2. Each is folded with numpy when all its inputs are constants (`fold`).
+"""Data movement on activations, int8 and float32: CONCATENATION, PACK, UNPACK, SPLIT, SPLIT_V,
+STRIDED_SLICE, SLICE, PAD, PADV2 and TRANSPOSE. Each is folded with numpy when all its inputs
+are constants (`fold`).
 
 int8 data movement copies bytes, as TFLite Micro does, so it needs the same quantisation on
 every input and the output (TFLite Micro's CONCATENATION does not requantise either; a model
@@ -28,7 +29,14 @@ from usmp_dialect.frontends.tflite.ops.fold import (
     strided_slice_spec,
 )
 from usmp_dialect.frontends.tflite.reader import Tensor
-from usmp_dialect.kernels.data_movement import Box, Operand, concatenation, pad, strided_copies
+from usmp_dialect.kernels.data_movement import (
+    Box,
+    Operand,
+    concatenation,
+    pad,
+    strided_copies,
+    transpose,
+)
 from usmp_dialect.kernels.module import memref_of
 
 
@@ -257,3 +265,91 @@ def _merge_unpadded(
         (*out_shape[:last], out_shape[last] * inner),
         [*before[:last], before[last] * inner],
     )
+
+
+def _split(context: OperatorContext, source_position: int, axis: int, sizes: Sequence[int]) -> None:
+    """Output k is the k-th piece, `sizes[k]` long, of the input along `axis`."""
+    source = context.tensor(source_position)
+    shape = source.shape
+    if len(context.op.outputs) != len(sizes):
+        raise context.fail(f"{len(sizes)} pieces for {len(context.op.outputs)} outputs")
+    outputs = [context.tensor(k, output=True) for k in range(len(sizes))]
+    for output, size in zip(outputs, sizes, strict=True):
+        _check_shape(context, output, [*shape[:axis], size, *shape[axis + 1 :]])
+    if context.is_constant(source_position):
+        value = context.constant(source_position)
+        pieces = np.split(value, np.cumsum(sizes)[:-1].tolist(), axis=axis)
+        for k, piece in enumerate(pieces):
+            set_folded(context, k, piece)
+        return
+    require_types(context, source, *outputs)
+    for output in outputs:
+        same_quantization(context, [source], output)
+    outer, inner = math.prod(shape[:axis]), math.prod(shape[axis + 1 :])
+    boxes, offset = [], 0
+    for size in sizes:
+        piece = memref_of((outer, size, inner), source.dtype)
+        boxes.append((piece, Box.dense((0, offset, 0), (outer, size, inner))))
+        offset += size
+    strided_copies(
+        context.module, context.name, memref_of((outer, shape[axis], inner), source.dtype), boxes
+    )
+    context.call(
+        [context.view(context.value(source_position), (outer, shape[axis], inner))],
+        [context.view(context.result(k), (outer, size, inner)) for k, size in enumerate(sizes)],
+    )
+
+
+def _scalar_axis(context: OperatorContext, position: int, rank: int) -> int:
+    value = context.constant(position)
+    if value.size != 1 or value.dtype not in (np.int32, np.int64):
+        raise context.fail(f"the axis must be one int32 value, not {value.tolist()}")
+    return _axis(context, int(value.reshape(())), rank)
+
+
+@operator("SPLIT")
+def split(context: OperatorContext) -> None:
+    options = context.op.option(tflite.SplitOptions)
+    shape = context.tensor(1).shape
+    axis = _scalar_axis(context, 0, len(shape))
+    count = options.NumSplits() if options is not None else len(context.op.outputs)
+    if count < 1 or shape[axis] % count:
+        raise context.fail(f"dimension {axis} of size {shape[axis]} does not split in {count}")
+    _split(context, 1, axis, [shape[axis] // count] * count)
+
+
+@operator("SPLIT_V")
+def split_v(context: OperatorContext) -> None:
+    shape = context.tensor(0).shape
+    axis = _scalar_axis(context, 2, len(shape))
+    sizes = [int(size) for size in context.constant(1).reshape(-1)]
+    unknown = [k for k, size in enumerate(sizes) if size == -1]
+    if len(unknown) == 1:
+        sizes[unknown[0]] = shape[axis] - (sum(sizes) + 1)
+    if any(size < 0 for size in sizes) or sum(sizes) != shape[axis]:
+        raise context.fail(f"the sizes {sizes} do not split dimension {axis} of size {shape[axis]}")
+    _split(context, 0, axis, sizes)
+
+
+@operator("TRANSPOSE")
+def transpose_layer(context: OperatorContext) -> None:
+    source, output = context.tensor(0), context.tensor(0, output=True)
+    rank = len(source.shape)
+    permutation = [int(p) for p in context.constant(1).reshape(-1)]
+    if sorted(p % rank if -rank <= p < rank else -1 for p in permutation) != list(range(rank)):
+        raise context.fail(f"{permutation} is not a permutation of the {rank} dimensions")
+    permutation = [p % rank for p in permutation]
+    _check_shape(context, output, [source.shape[p] for p in permutation])
+    if context.is_constant(0):
+        set_folded(context, 0, np.transpose(context.constant(0), permutation))
+        return
+    dtype = require_types(context, source, output)
+    same_quantization(context, [source], output)
+    transpose(
+        context.module,
+        context.name,
+        memref_of(source.shape, dtype),
+        memref_of(output.shape, dtype),
+        permutation,
+    )
+    context.call([context.value(0)], [context.result()])

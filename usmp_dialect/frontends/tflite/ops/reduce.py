@@ -1,5 +1,5 @@
-"""MEAN over constant axes, int8 (TFLite Micro's requantisation, also when the input and output
-quantisations are equal) and float32."""
+"""MEAN, SUM and REDUCE_MAX over constant axes, int8 (TFLite Micro's requantisation, for MEAN
+also when the input and output quantisations are equal) and float32."""
 
 from __future__ import annotations
 
@@ -8,13 +8,16 @@ import tflite
 
 from usmp_dialect.frontends.tflite.importer import OperatorContext, operator
 from usmp_dialect.frontends.tflite.ops.common import INT8, quantization, require_types
+from usmp_dialect.frontends.tflite.ops.data_movement import same_quantization
 from usmp_dialect.kernels.fixed_point import quantize_multiplier
 from usmp_dialect.kernels.module import memref_of
-from usmp_dialect.kernels.reduce import QuantizedMean, mean
+from usmp_dialect.kernels.reduce import QuantizedMean, reduce
+
+_KINDS = {"MEAN": "mean", "SUM": "sum", "REDUCE_MAX": "max"}
 
 
-@operator("MEAN")
-def mean_layer(context: OperatorContext) -> None:
+@operator("MEAN", "SUM", "REDUCE_MAX")
+def reduction(context: OperatorContext) -> None:
     options = context.op.option(tflite.ReducerOptions)
     keep_dims = bool(options.KeepDims()) if options is not None else False
     source, output = context.tensor(0), context.tensor(0, output=True)
@@ -34,17 +37,21 @@ def mean_layer(context: OperatorContext) -> None:
     expected = kept if keep_dims else tuple(s for a, s in enumerate(shape) if a not in axes)
     if tuple(output.shape) != expected:
         raise context.fail(f"the output shape {list(output.shape)} should be {list(expected)}")
+    kind = _KINDS[context.op.opcode]
     quantized = None
-    if dtype == INT8:
+    if dtype == INT8 and kind == "max":
+        same_quantization(context, [source], output)
+    elif dtype == INT8:
         source_q, output_q = quantization(context, source), quantization(context, output)
         multiplier, shift = quantize_multiplier(source_q.scale / output_q.scale)
         quantized = QuantizedMean(source_q.zero_point, multiplier, shift, output_q.zero_point)
-    mean(
+    reduce(
         context.module,
         context.name,
         memref_of(shape, dtype),
         memref_of(kept, dtype),
         axes,
+        kind,
         quantized,
     )
     context.call([context.value(0)], [context.view(context.result(), kept)])
