@@ -155,3 +155,26 @@ def strided_copies(
         emit_copy(kernel, source, box, target, Box.dense([0] * rank, box.extent))
     finish(kernel)
     module.add(op)
+
+
+def transpose(
+    module: ModelModule,
+    name: str,
+    input_type: MemRefType,
+    output_type: MemRefType,
+    permutation: Sequence[int],
+) -> None:
+    """Adds `@name(%input, %output)`: `output[i_0, ..., i_n] = input[j]` with
+    `j[permutation[k]] = i_k` (NumPy's and ONNX's `transpose(perm)`), one loop per output
+    dimension in order, so the stores are sequential."""
+    op, kernel, (source, target) = function(name, [("input", input_type), ("output", output_type)])
+
+    def body(ivs: Sequence[Value]) -> None:
+        indices: list[Value] = list(ivs)
+        for k, axis in enumerate(permutation):
+            indices[axis] = ivs[k]
+        kernel.store(kernel.load(source, indices), target, ivs)
+
+    kernel.loops(output_type.get_shape(), body)
+    finish(kernel)
+    module.add(op)

@@ -1,0 +1,153 @@
+"""Reads an `.onnx` model (with PyPI `onnx`) into plain data: the main graph's nodes in file
+order with their attributes as Python values (tensors as numpy arrays), its real inputs (those
+that are not initializers) and outputs, the initializers as numpy arrays (never lists), and the
+element type and static shape of every tensor from ONNX shape inference.
+
+Everything the model can get wrong at this level (not an ONNX file, an opset outside 9-21, a
+symbolic dimension on an input or output) is a `ModelImportError` naming the file.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from usmp_dialect.frontends.errors import ModelImportError
+
+try:
+    import onnx
+    from onnx import numpy_helper
+except ImportError as error:  # pragma: no cover - exercised without the extra
+    raise ModelImportError(
+        "reading .onnx files needs the optional extra: pip install 'usmp-dialect[onnx]'"
+    ) from error
+
+OPSETS = range(9, 22)
+
+
+@dataclass(frozen=True)
+class TensorInfo:
+    """What shape inference knows of a tensor: its element type and shape; `symbolic` names
+    the first dimension that is not a number (then `shape` is None)."""
+
+    dtype: np.dtype | None
+    shape: tuple[int, ...] | None
+    symbolic: str | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class Node:
+    index: int
+    op_type: str
+    name: str
+    domain: str
+    inputs: tuple[str, ...]  # "" for an omitted optional input
+    outputs: tuple[str, ...]
+    attributes: dict[str, Any]
+
+    def describe(self) -> str:
+        named = f" '{self.name}'" if self.name else ""
+        return f"{self.op_type} node{named} (node {self.index})"
+
+
+@dataclass(frozen=True, eq=False)
+class Graph:
+    path: str
+    opset: int
+    nodes: tuple[Node, ...]
+    inputs: tuple[str, ...]
+    outputs: tuple[str, ...]
+    initializers: dict[str, np.ndarray]
+    infos: dict[str, TensorInfo]
+
+
+def _dtype(elem_type: int) -> np.dtype | None:
+    try:
+        return np.dtype(onnx.helper.tensor_dtype_to_np_dtype(elem_type))
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def _info(value: Any) -> TensorInfo:
+    tensor_type = value.type.tensor_type
+    dtype = _dtype(tensor_type.elem_type) if tensor_type.elem_type else None
+    if not tensor_type.HasField("shape"):
+        return TensorInfo(dtype, None, "?")
+    shape = []
+    for dim in tensor_type.shape.dim:
+        if not dim.HasField("dim_value"):
+            return TensorInfo(dtype, None, dim.dim_param or "?")
+        shape.append(int(dim.dim_value))
+    return TensorInfo(dtype, tuple(shape))
+
+
+def _attribute(attribute: Any) -> Any:
+    value = onnx.helper.get_attribute_value(attribute)
+    if isinstance(value, onnx.TensorProto):
+        return numpy_helper.to_array(value)
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    if isinstance(value, list) and value and isinstance(value[0], bytes):
+        return [item.decode("utf-8", "replace") for item in value]
+    return value
+
+
+def read_graph(data: bytes, path: str) -> Graph:
+    try:
+        model = onnx.load_model_from_string(data)
+    except Exception as error:  # the protobuf decoder raises several kinds
+        raise ModelImportError(f"{path}: not an ONNX model ({error})") from None
+    if not model.HasField("graph"):
+        raise ModelImportError(f"{path}: not an ONNX model (no graph)")
+    opset = next(
+        (entry.version for entry in model.opset_import if entry.domain in ("", "ai.onnx")), None
+    )
+    if opset is None or opset not in OPSETS:
+        raise ModelImportError(
+            f"{path}: ONNX opset {opset} is not supported (opsets {OPSETS.start}-"
+            f"{OPSETS.stop - 1} are)"
+        )
+    try:
+        inferred = onnx.shape_inference.infer_shapes(model, data_prop=True)
+    except Exception as error:
+        message = str(error).strip().splitlines()[0] if str(error).strip() else type(error)
+        raise ModelImportError(f"{path}: ONNX shape inference failed: {message}") from None
+    graph = inferred.graph
+    initializers: dict[str, np.ndarray] = {}
+    for tensor in graph.initializer:
+        if tensor.data_location == onnx.TensorProto.EXTERNAL:
+            raise ModelImportError(
+                f"{path}: initializer '{tensor.name}' is stored in an external file (not supported)"
+            )
+        initializers[tensor.name] = numpy_helper.to_array(tensor)
+    infos: dict[str, TensorInfo] = {}
+    for value in (*graph.value_info, *graph.input, *graph.output):
+        infos[value.name] = _info(value)
+    for name, array in initializers.items():
+        infos[name] = TensorInfo(array.dtype, tuple(array.shape))
+    nodes = tuple(
+        Node(
+            index,
+            node.op_type,
+            node.name,
+            node.domain,
+            tuple(node.input),
+            tuple(node.output),
+            {attribute.name: _attribute(attribute) for attribute in node.attribute},
+        )
+        for index, node in enumerate(graph.node)
+    )
+    inputs = tuple(value.name for value in graph.input if value.name not in initializers)
+    outputs = tuple(value.name for value in graph.output)
+    for kind, names in (("input", inputs), ("output", outputs)):
+        for name in names:
+            info = infos.get(name)
+            if info is None or info.shape is None:
+                symbol = info.symbolic if info is not None else "?"
+                raise ModelImportError(
+                    f"{path}: the model {kind} '{name}' has the symbolic dimension "
+                    f"'{symbol}' (only static shapes are supported)"
+                )
+    return Graph(path, opset, nodes, inputs, outputs, initializers, infos)
