@@ -9,7 +9,9 @@ from pathlib import Path
 
 import numpy as np
 import onnx
-from onnx import helper, numpy_helper
+from onnx import TensorProto, helper, numpy_helper
+
+from usmp_dialect.testing.model_runner import compile_model
 
 ZOO = (
     "squeezenet",
@@ -86,6 +88,17 @@ def with_random_weights(model: onnx.ModelProto, seed: int) -> onnx.ModelProto:
     return model
 
 
+def with_logits_output(model: onnx.ModelProto) -> onnx.ModelProto:
+    """`model` with the input of its last Softmax also a graph output (random weights
+    saturate the probabilities; the logits are the meaningful comparison)."""
+    model = onnx.ModelProto.FromString(model.SerializeToString())
+    softmax = [node for node in model.graph.node if node.op_type == "Softmax"]
+    if softmax:
+        model.graph.output.append(helper.make_empty_tensor_value_info(softmax[-1].input[0]))
+        model.graph.output[-1].type.tensor_type.elem_type = onnx.TensorProto.FLOAT
+    return model
+
+
 def onnxruntime_outputs(model: bytes, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
     import onnxruntime
 
@@ -97,30 +110,61 @@ def onnxruntime_outputs(model: bytes, inputs: Sequence[np.ndarray]) -> list[np.n
     return list(session.run(None, dict(zip(names, inputs, strict=True))))
 
 
-def single_node_model(
-    op_type: str,
-    inputs: Sequence[tuple[str, tuple[int, ...]]],
-    output_shape: tuple[int, ...] | None,
-    initializers: Sequence[tuple[str, np.ndarray]] = (),
+RELATIVE = 1e-4  # float: of the largest output magnitude
+
+
+def graph_model(
+    nodes: Sequence[object],
+    inputs: Sequence[tuple[str, Sequence[int]]],
+    outputs: Sequence[str | tuple[str, Sequence[int]]],
+    initializers: dict[str, np.ndarray] | None = None,
     opset: int = 13,
-    **attributes: object,
-) -> onnx.ModelProto:
-    """A graph of one float node: `inputs` (name, shape) then the initializers' names as its
-    inputs; output `y` (shape None: left to shape inference)."""
-    node = helper.make_node(
-        op_type,
-        [*(name for name, _ in inputs), *(name for name, _ in initializers)],
-        ["y"],
-        **attributes,
-    )
+) -> bytes:
+    """A float graph: `inputs` (name, shape), the graph outputs `outputs` (a name: its shape left
+    to shape inference, or (name, shape)), the constant `initializers`."""
     graph = helper.make_graph(
-        [node],
+        list(nodes),
         "test",
         [
-            helper.make_tensor_value_info(name, onnx.TensorProto.FLOAT, shape)
+            helper.make_tensor_value_info(name, TensorProto.FLOAT, list(shape))
             for name, shape in inputs
         ],
-        [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, output_shape)],
-        [numpy_helper.from_array(array, name) for name, array in initializers],
+        [
+            helper.make_tensor_value_info(name, TensorProto.FLOAT, None)
+            if isinstance(name, str)
+            else helper.make_tensor_value_info(name[0], TensorProto.FLOAT, list(name[1]))
+            for name in outputs
+        ],
+        [numpy_helper.from_array(array, name) for name, array in (initializers or {}).items()],
     )
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 8
+    inferred = onnx.shape_inference.infer_shapes(model, strict_mode=True, data_prop=True)
+    known = {v.name: v for v in (*inferred.graph.value_info, *inferred.graph.output)}
+    for position, value in enumerate(model.graph.output):
+        if value.name in known and not value.type.tensor_type.HasField("shape"):
+            model.graph.output[position].CopyFrom(known[value.name])
+    onnx.checker.check_model(model)
+    return model.SerializeToString()
+
+
+def check_against_onnxruntime(model: bytes, directory: Path, seeds: Sequence[int] = (0, 1)) -> None:
+    """Our C's outputs equal onnxruntime's within `RELATIVE` of the largest, on random inputs
+    (each output and seed checked separately)."""
+    path = directory / "model.onnx"
+    path.write_bytes(model)
+    compiled = compile_model(path, directory)
+    for seed in seeds:
+        rng = np.random.default_rng(seed)
+        inputs = [rng.standard_normal(port.shape).astype(np.float32) for port in compiled.inputs]
+        ours, _ = compiled.run(inputs)
+        expected = onnxruntime_outputs(model, inputs)
+        assert len(ours) == len(expected)
+        for got, want in zip(ours, expected, strict=True):
+            got = got.reshape(want.shape)
+            bound = RELATIVE * max(float(np.abs(want).max()), 1e-30)
+            np.testing.assert_allclose(got, want, rtol=0, atol=bound)
+
+
+def weights(seed: int, *shape: int) -> np.ndarray:
+    return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)

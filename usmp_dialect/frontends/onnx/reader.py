@@ -94,6 +94,94 @@ def _attribute(attribute: Any) -> Any:
     return value
 
 
+# Nodes folded before shape inference when their inputs are constants (a Shape node when its
+# input's shape is static), so that shapes computed by subgraphs (Shape -> Gather -> Concat ->
+# Reshape, as exporters write them) become static for the nodes after them.
+_FOLDABLE = frozenset(
+    {
+        *("Shape", "Size", "Gather", "Unsqueeze", "Squeeze", "Concat", "Reshape", "Cast"),
+        *("Constant", "Identity", "Add", "Sub", "Mul", "Div", "Slice", "Range", "Equal"),
+        *("Where", "Expand", "Floor", "Ceil", "Neg", "Abs", "Sqrt", "ReduceProd", "Min", "Max"),
+    }
+)
+_FOLD_LIMIT = 1 << 16  # larger folded values stay nodes (the importer folds them itself)
+
+
+def _static_shapes(model: Any) -> dict[str, tuple[int, ...]]:
+    inferred = onnx.shape_inference.infer_shapes(model)
+    shapes = {}
+    for value in (*inferred.graph.value_info, *inferred.graph.input, *inferred.graph.output):
+        info = _info(value)
+        if info.shape is not None:
+            shapes[value.name] = info.shape
+    return shapes
+
+
+def _fold_shape_subgraphs(model: Any) -> Any:
+    """`model` with its small constant subgraphs evaluated (by onnx's reference evaluator)
+    into initializers, repeated while shape inference learns more from them."""
+    from onnx.reference import ReferenceEvaluator
+
+    for _ in range(8):
+        graph = model.graph
+        shapes = _static_shapes(model)
+        constant = {tensor.name for tensor in graph.initializer}
+        picked = []
+        for node in graph.node:
+            if node.domain not in ("", "ai.onnx") or node.op_type not in _FOLDABLE:
+                continue
+            inputs = [name for name in node.input if name]
+            static_shape = node.op_type == "Shape" and inputs[0] in shapes
+            if not static_shape and not all(name in constant for name in inputs):
+                continue
+            picked.append(node)
+            constant.update(node.output)
+        if not picked:
+            return model
+        produced = {name for node in picked for name in node.output}
+        needed = {name for node in picked for name in node.input} - produced
+        evaluator_nodes = []
+        for node in picked:
+            if node.op_type == "Shape" and node.input[0] in shapes:
+                shape = np.array(shapes[node.input[0]], dtype=np.int64)
+                attributes = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
+                start, end = attributes.get("start", 0), attributes.get("end")
+                value = shape[start:end]
+                evaluator_nodes.append(
+                    onnx.helper.make_node(
+                        "Constant", [], [node.output[0]], value=numpy_helper.from_array(value)
+                    )
+                )
+            else:
+                evaluator_nodes.append(node)
+        initializers = [tensor for tensor in graph.initializer if tensor.name in needed]
+        order = [name for node in evaluator_nodes for name in node.output]
+        outputs = [onnx.helper.make_empty_tensor_value_info(name) for name in order]
+        sub = onnx.helper.make_model(
+            onnx.helper.make_graph(evaluator_nodes, "fold", [], outputs, initializers),
+            opset_imports=model.opset_import,
+        )
+        sub.ir_version = model.ir_version
+        folded = dict(zip(order, ReferenceEvaluator(sub).run(None, {}), strict=True))
+        changed = False
+        for node in picked:  # replaced in place by Constant nodes: node indices stay the file's
+            values = [np.asarray(folded[name]) for name in node.output]
+            if node.op_type == "Constant" or len(values) != 1 or values[0].size > _FOLD_LIMIT:
+                continue
+            replacement = onnx.helper.make_node(
+                "Constant",
+                [],
+                [node.output[0]],
+                name=node.name,
+                value=numpy_helper.from_array(values[0]),
+            )
+            node.CopyFrom(replacement)
+            changed = True
+        if not changed:
+            return model
+    return model
+
+
 def read_graph(data: bytes, path: str) -> Graph:
     try:
         model = onnx.load_model_from_string(data)
@@ -110,6 +198,7 @@ def read_graph(data: bytes, path: str) -> Graph:
             f"{OPSETS.stop - 1} are)"
         )
     try:
+        model = _fold_shape_subgraphs(model)
         inferred = onnx.shape_inference.infer_shapes(model, data_prop=True)
     except Exception as error:
         message = str(error).strip().splitlines()[0] if str(error).strip() else type(error)
