@@ -197,6 +197,10 @@ def read_graph(data: bytes, path: str) -> Graph:
             f"{path}: ONNX opset {opset} is not supported (opsets {OPSETS.start}-"
             f"{OPSETS.stop - 1} are)"
         )
+    del model.graph.value_info[:]  # inferred afresh (tools leave stale or symbolic entries)
+    # Before IR 4 initializers had to be graph inputs too; shape inference ignores those that
+    # are not (version converters write such models): read them as IR 4 does.
+    model.ir_version = max(model.ir_version, 4)
     try:
         model = _fold_shape_subgraphs(model)
         inferred = onnx.shape_inference.infer_shapes(model, data_prop=True)

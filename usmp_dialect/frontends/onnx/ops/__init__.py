@@ -6,7 +6,8 @@ from usmp_dialect.frontends.onnx.ops import (
     elementwise,
     normalization,
     pooling,
+    quantize,
     shape,
 )
 
-__all__ = ["conv", "data_movement", "elementwise", "normalization", "pooling", "shape"]
+__all__ = ["conv", "data_movement", "elementwise", "normalization", "pooling", "quantize", "shape"]
