@@ -16,7 +16,8 @@ Each graph gets seeded random weights of its `ConstantOfShape` shapes (see
   nodes run in file order, each node output its own buffer (no in-place reuse, views counted
   as copies), live from the node writing it to the last node reading it; inputs, outputs and
   constants (initializers and folded subgraphs) not counted;
-* `usmp-opt` wall time and peak memory (the whole command: import, passes, C), C size;
+* `usmp-opt` wall time and peak memory (the whole command: import, passes, C), C size
+  (`--constants`: the C backend's form of constant pools, `string` by default here);
 * with running: gcc -O2 time, and our outputs against onnxruntime's (largest error relative
   to the largest output).
 
@@ -92,14 +93,15 @@ def graph_order_peak(path: Path) -> int:
     return peak
 
 
-def measure(name: str, directory: Path, run: bool) -> Row:
+def measure(name: str, directory: Path, run: bool, constants: str) -> Row:
     model = with_logits_output(with_random_weights(onnx.load(zoo_path(name)), seed=0))
     path = directory / f"{name}.onnx"
     path.write_bytes(model.SerializeToString())
     report = directory / "plan.json"
     source = directory / f"{PREFIX}.c"
     memory = directory / "time.txt"
-    command = [str(path), "-p", pipeline(False, report), "-t", f"c{{prefix={PREFIX}}}"]
+    target = f"c{{prefix={PREFIX} constants={constants}}}"
+    command = [str(path), "-p", pipeline(False, report), "-t", target]
     started = time.perf_counter()
     subprocess.run(
         ["/usr/bin/time", "-f", "%M", "-o", str(memory), *usmp_opt(), *command, "-o", str(source)],
@@ -151,7 +153,7 @@ def measure(name: str, directory: Path, run: bool) -> Row:
     return row
 
 
-def table(rows: list[Row]) -> str:
+def table(rows: list[Row], constants: str) -> str:
     lines = [
         "# ONNX Model Zoo graphs (onnx wheel, seeded random weights)",
         "",
@@ -159,7 +161,7 @@ def table(rows: list[Row]) -> str:
         "usmp`, inputs and outputs outside the workspace). Bytes. usmp-opt: the whole command "
         "(import, passes, C), its peak memory the maximum resident set (GNU time). Error: "
         "our C against onnxruntime, largest difference over the "
-        "largest output (probabilities and logits).",
+        f"largest output (probabilities and logits). C constant pools: `constants={constants}`.",
         "",
         "| model | activations | bound | workspace | graph-order peak | workspace / peak "
         "| usmp-opt s | usmp-opt MB | C MB | gcc -O2 s | error |",
@@ -180,6 +182,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", default=",".join(DEFAULT))
     parser.add_argument("--no-run", action="store_true", help="skip gcc and onnxruntime")
+    parser.add_argument("--constants", default="string", choices=["text", "string"])
     parser.add_argument(
         "--output", type=Path, default=Path(__file__).parent / "results" / "onnx_models.md"
     )
@@ -187,9 +190,9 @@ def main() -> None:
     rows = []
     for name in args.models.split(","):
         with tempfile.TemporaryDirectory(prefix=f"onnx-{name}-") as directory:
-            rows.append(measure(name, Path(directory), not args.no_run))
-        print(table(rows[-1:]).splitlines()[-1], file=sys.stderr, flush=True)
-    args.output.write_text(table(rows))
+            rows.append(measure(name, Path(directory), not args.no_run, args.constants))
+        print(table(rows[-1:], args.constants).splitlines()[-1], file=sys.stderr, flush=True)
+    args.output.write_text(table(rows, args.constants))
 
 
 if __name__ == "__main__":

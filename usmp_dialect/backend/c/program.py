@@ -15,6 +15,7 @@ from __future__ import annotations
 import io
 from dataclasses import dataclass
 
+import numpy as np
 from xdsl.dialects import arith, func, memref
 from xdsl.dialects.builtin import (
     ArrayAttr,
@@ -70,7 +71,7 @@ class PoolInfo:
     internal: bool
     size_bytes: int
     alignment_bytes: int
-    data: tuple[int, ...] | None  # constant pools: bytes 0..255
+    data: bytes | None  # constant pools: their bytes (never a Python list of numbers)
 
     @property
     def const(self) -> bool:
@@ -251,10 +252,9 @@ def _pool_info(pool_op: pool.PoolOpBase, module: ModuleOp, names: NameTable) -> 
                 memref_type = op.memref.type
                 if isinstance(memref_type, MemRefType):
                     size = memref_type.get_shape()[0]
-    data: tuple[int, ...] | None = None
+    data: bytes | None = None
     if isinstance(pool_op, pool.ConstantPoolOp) and pool_op.data is not None:
-        values = pool_op.data.get_values()
-        data = tuple(int(v) & 0xFF for v in values)
+        data = bytes(pool_op.data.data.data)  # i8 elements: the raw bytes are the pool's
         if size is None:
             size = len(data)
     return PoolInfo(
@@ -373,12 +373,33 @@ def _io_allocation(item: object, pools: tuple[PoolInfo, ...]) -> TensorIO:
 # ---- header ----------------------------------------------------------------------------------
 
 
-def _data_macro(data: tuple[int, ...], size: int) -> str:
-    values = list(data) + [0] * (size - len(data))
+_DECIMAL = tuple(str(value) for value in range(256))
+
+
+def _data_macro(data: bytes, size: int) -> str:
+    """The bytes `data` (zero-padded to `size`) as decimal initializer text, 16 a row."""
+    values = data + bytes(size - len(data))
     if not values:
         return "0"
-    rows = [", ".join(str(v) for v in values[i : i + 16]) for i in range(0, len(values), 16)]
+    rows = [
+        ", ".join(map(_DECIMAL.__getitem__, values[i : i + 16])) for i in range(0, len(values), 16)
+    ]
     return " \\\n    ".join(row + ("," if i < len(rows) - 1 else "") for i, row in enumerate(rows))
+
+
+def _string_literal(data: bytes, size: int) -> str:
+    """The bytes `data` (zero-padded to `size`) as C string literals of 64 bytes a line, every
+    byte a 3-digit octal escape (which no following character can extend). gcc reads this far
+    faster than an initializer list of numbers; it takes a char array of `size + 1`."""
+    values = np.frombuffer(data + bytes(size - len(data)), dtype=np.uint8)
+    escaped = np.empty((len(values), 4), dtype=np.uint8)
+    escaped[:, 0] = ord("\\")
+    escaped[:, 1] = ord("0") + (values >> 6)
+    escaped[:, 2] = ord("0") + ((values >> 3) & 7)
+    escaped[:, 3] = ord("0") + (values & 7)
+    text = escaped.tobytes().decode("ascii")
+    width = 64 * 4
+    return "\n  ".join(f'"{text[i : i + width]}"' for i in range(0, len(text), width))
 
 
 def _struct(name: str, fields: list[str], comment: str) -> list[str]:
@@ -412,7 +433,7 @@ def emit_header(interface: Interface) -> str:
             f"#define {P}_{pool_info.field.upper()}_{kind}_POOL_SIZE {pool_info.size_bytes}"
         )
         if pool_info.const:
-            data = _data_macro(pool_info.data or (), pool_info.size_bytes)
+            data = _data_macro(pool_info.data or b"", pool_info.size_bytes)
             lines.append(f"#define {P}_{pool_info.field.upper()}_CONSTANT_POOL_DATA \\\n    {data}")
     if interface.external_pools:
         lines.append("")
@@ -474,7 +495,13 @@ def _global_definition(op: memref.GlobalOp, c_name: str) -> str:
     return declaration + " = {\n  " + ",\n  ".join(rows) + "\n};"
 
 
-def emit_source(module: ModuleOp, prefix: str, entry_name: str) -> str:
+CONSTANT_FORMS = ("text", "string")
+
+
+def emit_source(module: ModuleOp, prefix: str, entry_name: str, constants: str = "text") -> str:
+    """The C source; `constants`: how internal constant pools are written, "text" (an
+    initializer list of decimal bytes, the default) or "string" (string literals of octal
+    escapes, which gcc compiles many times faster: for large models)."""
     check_planned(model_ops(module, entry_name))
     written = written_arguments([op for op in module.ops if isinstance(op, func.FuncOp)])
     interface = build_interface(module, prefix, entry_name, written)
@@ -531,8 +558,13 @@ def emit_source(module: ModuleOp, prefix: str, entry_name: str) -> str:
                 f"/* pool @{pool_info.name}: internal {pool_info.kind} pool, "
                 f"{pool_info.size_bytes} bytes */"
             )
-            if pool_info.const:
-                data = _data_macro(pool_info.data or (), size).replace(" \\\n    ", "\n  ")
+            if pool_info.const and constants == "string":
+                alignment = pool_info.alignment_bytes
+                declaration = f"static const _Alignas({alignment}) uint8_t {array}[{size + 1}]"
+                data = _string_literal(pool_info.data or b"", size)
+                pool_definitions += [comment, f"{declaration} =\n  {data};", ""]
+            elif pool_info.const:
+                data = _data_macro(pool_info.data or b"", size).replace(" \\\n    ", "\n  ")
                 pool_definitions += [comment, f"{declaration} = {{\n  {data}\n}};", ""]
             else:
                 pool_definitions += [comment, f"{declaration};", ""]
