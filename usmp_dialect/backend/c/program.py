@@ -387,19 +387,44 @@ def _data_macro(data: bytes, size: int) -> str:
     return " \\\n    ".join(row + ("," if i < len(rows) - 1 else "") for i, row in enumerate(rows))
 
 
+_LINE_BYTES = 128  # source bytes per string literal line
+
+
 def _string_literal(data: bytes, size: int) -> str:
-    """The bytes `data` (zero-padded to `size`) as C string literals of 64 bytes a line, every
-    byte a 3-digit octal escape (which no following character can extend). gcc reads this far
-    faster than an initializer list of numbers; it takes a char array of `size + 1`."""
+    """The bytes `data` (zero-padded to `size`) as C string literals, one line per 128
+    bytes: printable ASCII as itself (but `"`, `\\` and `?`), every other byte a 3-digit
+    octal escape, which no following character can extend. gcc reads this far faster than an
+    initializer list of numbers; it takes a char array of `size + 1`. Built in numpy, one
+    chunk, whatever the size."""
     values = np.frombuffer(data + bytes(size - len(data)), dtype=np.uint8)
-    escaped = np.empty((len(values), 4), dtype=np.uint8)
-    escaped[:, 0] = ord("\\")
-    escaped[:, 1] = ord("0") + (values >> 6)
-    escaped[:, 2] = ord("0") + ((values >> 3) & 7)
-    escaped[:, 3] = ord("0") + (values & 7)
-    text = escaped.tobytes().decode("ascii")
-    width = 64 * 4
-    return "\n  ".join(f'"{text[i : i + width]}"' for i in range(0, len(text), width))
+    step = _LINE_BYTES * 8192
+    return "\n  ".join(
+        _literal_lines(values[start : start + step]) for start in range(0, len(values), step)
+    )
+
+
+def _literal_lines(values: np.ndarray) -> str:
+    """`values` as `_string_literal` lines (quoted, separated by a newline and indent)."""
+    raw = (values >= 0x20) & (values < 0x7F)
+    for special in b'"\\?':
+        raw &= values != special
+    widths = np.where(raw, 1, 4).astype(np.int64)
+    rows = np.arange(len(values), dtype=np.int64) // _LINE_BYTES
+    separator = b'"\n  "'  # closes a line's literal and opens the next
+    starts = np.cumsum(widths) - widths + rows * len(separator) + 1
+    total = int(widths.sum()) + (int(rows[-1]) if len(rows) else 0) * len(separator) + 2
+    out = np.empty(total, dtype=np.uint8)
+    out[0], out[-1] = ord('"'), ord('"')
+    out[starts[raw]] = values[raw]
+    escaped, codes = starts[~raw], values[~raw]
+    out[escaped] = ord("\\")
+    out[escaped + 1] = ord("0") + (codes >> 6)
+    out[escaped + 2] = ord("0") + ((codes >> 3) & 7)
+    out[escaped + 3] = ord("0") + (codes & 7)
+    row_ends = np.flatnonzero(np.diff(rows)) + 1  # first byte of every row but the first
+    for offset, byte in enumerate(separator):
+        out[starts[row_ends] - len(separator) + offset] = byte
+    return out.tobytes().decode("ascii")
 
 
 def _struct(name: str, fields: list[str], comment: str) -> list[str]:
