@@ -25,10 +25,12 @@ def test_string_literal_round_trips_through_gcc(
     data = bytes(range(256)) + b'"\\??=9\x0012' + rng.integers(0, 256, 40000, np.uint8).tobytes()
     size = len(data) + 5  # zero padded
     literal = program._string_literal(data, size)
+    pragmas = '#pragma GCC diagnostic push\n#pragma GCC diagnostic ignored "-Woverlength-strings"\n'
     source = tmp_path / "lit.c"
     source.write_text(
         "#include <stdio.h>\n"
-        f"static const unsigned char pool[{size + 1}] =\n  {literal};\n"
+        f"{pragmas}static const unsigned char pool[{size + 1}] =\n  {literal};\n"
+        "#pragma GCC diagnostic pop\n"
         "int main(int argc, char** argv) {\n"
         "  (void)argc;\n"
         '  FILE* f = fopen(argv[1], "wb");\n'
@@ -39,7 +41,17 @@ def test_string_literal_round_trips_through_gcc(
     )
     executable = tmp_path / "lit"
     subprocess.run(
-        ["gcc", "-std=c11", "-Wall", "-Wextra", "-Werror", str(source), "-o", str(executable)],
+        [
+            "gcc",
+            "-std=c11",
+            "-Wall",
+            "-Wextra",
+            "-Wpedantic",
+            "-Werror",
+            str(source),
+            "-o",
+            str(executable),
+        ],
         check=True,
     )
     out = tmp_path / "out.bin"

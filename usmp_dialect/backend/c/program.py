@@ -587,7 +587,14 @@ def emit_source(module: ModuleOp, prefix: str, entry_name: str, constants: str =
                 alignment = pool_info.alignment_bytes
                 declaration = f"static const _Alignas({alignment}) uint8_t {array}[{size + 1}]"
                 data = _string_literal(pool_info.data or b"", size)
-                pool_definitions += [comment, f"{declaration} =\n  {data};", ""]
+                pool_definitions += [
+                    comment,
+                    "#pragma GCC diagnostic push  /* beyond C99's 4095 characters, on purpose */",
+                    '#pragma GCC diagnostic ignored "-Woverlength-strings"',
+                    f"{declaration} =\n  {data};",
+                    "#pragma GCC diagnostic pop",
+                    "",
+                ]
             elif pool_info.const:
                 data = _data_macro(pool_info.data or b"", size).replace(" \\\n    ", "\n  ")
                 pool_definitions += [comment, f"{declaration} = {{\n  {data}\n}};", ""]
