@@ -666,7 +666,15 @@ def emit_source(module: ModuleOp, prefix: str, entry_name: str, constants: str =
     lines += [run_body, ""]
     if interface.workspace_io:
         lines += _map_functions(interface, pool_arrays)
-    return "\n".join(lines).rstrip("\n") + "\n"
+    # `"\n".join(lines).rstrip("\n") + "\n"` without the two extra copies of a source that
+    # may hold hundreds of MB of constants
+    while lines and not lines[-1].rstrip("\n"):
+        lines.pop()
+    if not lines:
+        return "\n"
+    lines[-1] = lines[-1].rstrip("\n")
+    lines.append("")
+    return "\n".join(lines)
 
 
 def _map_functions(interface: Interface, pool_arrays: dict[str, str]) -> list[str]:
