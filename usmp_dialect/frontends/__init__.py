@@ -18,6 +18,12 @@ def _tflite() -> Importer:
     return import_tflite
 
 
+def _onnx() -> Importer:
+    from usmp_dialect.frontends.onnx import import_onnx
+
+    return import_onnx
+
+
 def get_all_frontends() -> dict[str, Callable[[], Importer]]:
     """File extension (also the `-f` name) -> factory of its importer."""
-    return {"tflite": _tflite}
+    return {"tflite": _tflite, "onnx": _onnx}

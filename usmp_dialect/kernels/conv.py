@@ -10,6 +10,7 @@ computed once per output row and column, so no test runs in the innermost loop.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -273,5 +274,94 @@ def conv2d(
         kernel.loop(0, out_width, output_column)
 
     kernel.loops([batches, out_height], lambda ivs: output_row(*ivs))
+    finish(kernel)
+    module.add(op)
+
+
+def conv2d_nchw(
+    module: ModelModule,
+    name: str,
+    input_type: MemRefType,
+    output_type: MemRefType,
+    filters: tuple[str, MemRefType],
+    bias: tuple[str, MemRefType] | None,
+    window: Window,
+    arithmetic: QuantizedConv | FloatActivation,
+    groups: int = 1,
+) -> None:
+    """Adds `@name(%input: NCHW, %output: NCHW)`: ONNX's grouped convolution, filters
+    `[O, I / groups, KH, KW]` (depthwise when `groups` is the channel count). Summed in (ic, ky,
+    kx) order in a register, padding read implicitly as in `conv2d`."""
+    batches, _, height, width = input_type.get_shape()
+    _, out_channels, out_height, out_width = output_type.get_shape()
+    _, group_channels, kernel_height, kernel_width = filters[1].get_shape()
+    outputs_per_group = out_channels // groups
+    (stride_h, stride_w), (dilation_h, dilation_w) = window.stride, window.dilation
+    pad_top, pad_left = window.padding
+    padded_h = _needs_bounds(height, out_height, kernel_height, stride_h, dilation_h, pad_top)
+    padded_w = _needs_bounds(width, out_width, kernel_width, stride_w, dilation_w, pad_left)
+    op, kernel, (source, target) = function(name, [("input", input_type), ("output", output_type)])
+    weights = kernel.get_global(*filters)
+    bias_value = kernel.get_global(*bias) if bias is not None else None
+    quantized = isinstance(arithmetic, QuantizedConv)
+    element = output_type.element_type
+    requantize = (
+        RequantizeEmitter(module, kernel, name, arithmetic.requantization)
+        if isinstance(arithmetic, QuantizedConv)
+        else None
+    )
+
+    def product(x: Value, w: Value) -> Value:
+        if isinstance(arithmetic, QuantizedConv):
+            x = kernel.add(kernel.cast(x, i32), arithmetic.input_offset)
+            w = kernel.add(kernel.cast(w, i32), arithmetic.filter_offset)
+        return kernel.mul(w, x)
+
+    def output_plane(ivs: Sequence[Value]) -> None:
+        batch, out_c, out_y = ivs
+        first_channel = (
+            kernel.mul(kernel.div(out_c, outputs_per_group), group_channels) if groups > 1 else None
+        )
+        origin_y = kernel.sub(kernel.mul(out_y, stride_h), pad_top)
+        y_start, y_end = window_range(kernel, origin_y, kernel_height, height, dilation_h, padded_h)
+
+        def output_column(out_x: Value, _: tuple[Value, ...]) -> list[Value]:
+            origin_x = kernel.sub(kernel.mul(out_x, stride_w), pad_left)
+            x_start, x_end = window_range(
+                kernel, origin_x, kernel_width, width, dilation_w, padded_w
+            )
+
+            def over_c(ic: Value, acc: tuple[Value, ...]) -> list[Value]:
+                channel = kernel.add(first_channel, ic) if first_channel is not None else ic
+
+                def over_y(ky: Value, acc_y: tuple[Value, ...]) -> list[Value]:
+                    in_y = kernel.add(origin_y, kernel.mul(ky, dilation_h))
+
+                    def over_x(kx: Value, acc_x: tuple[Value, ...]) -> list[Value]:
+                        in_x = kernel.add(origin_x, kernel.mul(kx, dilation_w))
+                        x = kernel.load(source, [batch, channel, in_y, in_x])
+                        w = kernel.load(weights, [out_c, ic, ky, kx])
+                        return [kernel.add(acc_x[0], product(x, w))]
+
+                    return list(kernel.loop(x_start, x_end, over_x, acc_y))
+
+                return list(kernel.loop(y_start, y_end, over_y, acc))
+
+            zero = kernel.constant(0, i32 if quantized else f32)
+            (total,) = kernel.loop(0, group_channels, over_c, [zero])
+            if bias_value is not None:
+                total = kernel.add(total, kernel.load(bias_value, [out_c]))
+            if requantize is not None:
+                assert isinstance(element, IntegerType)
+                result = requantize.output(total, out_c, element)
+            else:
+                assert isinstance(arithmetic, FloatActivation)
+                result = clamp_float(kernel, total, arithmetic)
+            kernel.store(result, target, [batch, out_c, out_y, out_x])
+            return []
+
+        kernel.loop(0, out_width, output_column)
+
+    kernel.loops([batches, out_channels, out_height], output_plane)
     finish(kernel)
     module.add(op)

@@ -165,16 +165,17 @@ def transpose(
     output_type: MemRefType,
     permutation: Sequence[int],
 ) -> None:
-    """Adds `@name(%input, %output)`: output dimension k is input dimension `permutation[k]`
-    (the output is written in order, the input read with the permuted strides)."""
+    """Adds `@name(%input, %output)`: `output[i_0, ..., i_n] = input[j]` with
+    `j[permutation[k]] = i_k` (NumPy's and ONNX's `transpose(perm)`), one loop per output
+    dimension in order, so the stores are sequential."""
     op, kernel, (source, target) = function(name, [("input", input_type), ("output", output_type)])
 
     def body(ivs: Sequence[Value]) -> None:
-        index: list[Value] = list(ivs)
-        for out_dim, in_dim in enumerate(permutation):
-            index[in_dim] = ivs[out_dim]
-        kernel.store(kernel.load(source, index), target, ivs)
+        indices: list[Value] = list(ivs)
+        for k, axis in enumerate(permutation):
+            indices[axis] = ivs[k]
+        kernel.store(kernel.load(source, indices), target, ivs)
 
-    kernel.loops(list(output_type.get_shape()), body)
+    kernel.loops(output_type.get_shape(), body)
     finish(kernel)
     module.add(op)

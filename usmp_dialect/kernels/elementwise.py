@@ -115,7 +115,7 @@ class QuantizedMul:
 
 @dataclass(frozen=True)
 class FloatBinary:
-    operation: str  # "add", "sub" or "mul"
+    operation: str  # "add", "sub", "mul" or "div"
     activation: FloatActivation
 
 
@@ -133,7 +133,12 @@ class Operand:
 
 def _combine(kernel: KernelBuilder, arithmetic: BinaryArithmetic, x: Value, y: Value) -> Value:
     if isinstance(arithmetic, FloatBinary):
-        operation = {"add": kernel.add, "sub": kernel.sub, "mul": kernel.mul}[arithmetic.operation]
+        operation = {
+            "add": kernel.add,
+            "sub": kernel.sub,
+            "mul": kernel.mul,
+            "div": kernel.div,
+        }[arithmetic.operation]
         return clamp_float(kernel, operation(x, y), arithmetic.activation)
     a = kernel.add(kernel.cast(x, i32), arithmetic.input_offsets[0])
     b = kernel.add(kernel.cast(y, i32), arithmetic.input_offsets[1])
@@ -248,7 +253,24 @@ class FloatFunction:
     kind: str
 
 
-UnaryArithmetic = Quantize | Dequantize | Requantize | Lookup | FloatFunction
+@dataclass(frozen=True)
+class FloatClamp:
+    """float32 `min(max(x, low), high)` (ONNX Relu, Clip); infinite bounds are not emitted."""
+
+    low: float
+    high: float
+
+
+@dataclass(frozen=True)
+class LeakyRelu:
+    """float32 `x < 0 ? alpha * x : x`."""
+
+    alpha: float
+
+
+UnaryArithmetic = (
+    Quantize | Dequantize | Requantize | Lookup | FloatFunction | FloatClamp | LeakyRelu
+)
 
 LOGISTIC_UPPER = 16.619047164916992  # TFLite's cut-offs: 1 above, exp(x) below
 LOGISTIC_LOWER = -9.0
@@ -278,6 +300,10 @@ def _unary_element(
         )
     if isinstance(arithmetic, FloatFunction):
         return lambda x: _float_function(kernel, arithmetic.kind, x)
+    if isinstance(arithmetic, FloatClamp):
+        return lambda x: clamp_float(kernel, x, FloatActivation(arithmetic.low, arithmetic.high))
+    if isinstance(arithmetic, LeakyRelu):
+        return lambda x: kernel.select(kernel.cmp("lt", x, 0.0), kernel.mul(x, arithmetic.alpha), x)
     if isinstance(arithmetic, Dequantize):
         return lambda x: kernel.mul(
             kernel.cast(kernel.sub(kernel.cast(x, i32), arithmetic.zero_point), f32),

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 from xdsl.dialects import func, memref
 from xdsl.dialects.builtin import (
+    DenseArrayBase,
     IntegerType,
     MemRefType,
     ModuleOp,
@@ -21,7 +22,7 @@ from xdsl.dialects.builtin import (
     i32,
     i64,
 )
-from xdsl.ir import Attribute, Operation
+from xdsl.ir import Attribute, Operation, SSAValue
 
 from usmp_dialect.kernels.builder import KernelBuilder, Value, dense
 from usmp_dialect.kernels.fixed_point import (
@@ -102,6 +103,27 @@ class ModelModule:
 
     def module(self) -> ModuleOp:
         return ModuleOp([*self.globals, *self.functions])
+
+
+def reshape_view(value: SSAValue, shape: tuple[int, ...]) -> memref.ReinterpretCastOp | None:
+    """The `memref.reinterpret_cast` seeing the contiguous `value` with `shape` (no copy), or
+    None when it already has that shape."""
+    source = value.type
+    assert isinstance(source, MemRefType)
+    if tuple(source.get_shape()) == tuple(shape):
+        return None
+    strides = [1] * len(shape)
+    for axis in range(len(shape) - 2, -1, -1):
+        strides[axis] = strides[axis + 1] * shape[axis + 1]
+    return memref.ReinterpretCastOp.build(
+        operands=[value, [], [], []],
+        result_types=[MemRefType(source.element_type, list(shape))],
+        properties={
+            "static_offsets": DenseArrayBase.from_list(i64, [0]),
+            "static_sizes": DenseArrayBase.from_list(i64, list(shape)),
+            "static_strides": DenseArrayBase.from_list(i64, strides),
+        },
+    )
 
 
 def load_constant(kernel: KernelBuilder, symbol: tuple[str, MemRefType]) -> Value:

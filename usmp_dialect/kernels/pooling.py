@@ -6,6 +6,7 @@ input and output parameters)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from xdsl.dialects.builtin import IntegerType, MemRefType, f32, i32
@@ -24,22 +25,36 @@ class Pool:
     window: Window
     activation_min: float
     activation_max: float
+    layout: str = "NHWC"  # or "NCHW" (ONNX)
+    # ONNX's count_include_pad: the divisor counts the padding, up to these padded extents
+    padded_size: tuple[int, int] | None = None
 
 
 def pool2d(
     module: ModelModule, name: str, input_type: MemRefType, output_type: MemRefType, pool: Pool
 ) -> None:
     """Adds `@name(%input, %output)` computing `pool`."""
-    batches, height, width, channels = input_type.get_shape()
-    _, out_height, out_width, _ = output_type.get_shape()
+    nchw = pool.layout == "NCHW"
+    if nchw:
+        batches, channels, height, width = input_type.get_shape()
+        _, _, out_height, out_width = output_type.get_shape()
+    else:
+        batches, height, width, channels = input_type.get_shape()
+        _, out_height, out_width, _ = output_type.get_shape()
     filter_h, filter_w = pool.filter_size
     (stride_h, stride_w), pad = pool.window.stride, pool.window.padding
     element = output_type.element_type
     integer = isinstance(element, IntegerType)
     op, kernel, (source, target) = function(name, [("input", input_type), ("output", output_type)])
 
-    def body(ivs: list[Value]) -> None:
-        batch, out_y, out_x, channel = ivs
+    def at(batch: Value, y: Value, x: Value, channel: Value) -> list[Value]:
+        return [batch, channel, y, x] if nchw else [batch, y, x, channel]
+
+    def body(ivs: Sequence[Value]) -> None:
+        if nchw:
+            batch, channel, out_y, out_x = ivs
+        else:
+            batch, out_y, out_x, channel = ivs
         origin_y = kernel.sub(kernel.mul(out_y, stride_h), pad[0])
         origin_x = kernel.sub(kernel.mul(out_x, stride_w), pad[1])
         y_start, y_end = window_range(kernel, origin_y, filter_h, height, 1, True)
@@ -55,7 +70,7 @@ def pool2d(
             in_y = kernel.add(origin_y, fy)
 
             def over_x(fx: Value, acc_x: tuple[Value, ...]) -> list[Value]:
-                x = kernel.load(source, [batch, in_y, kernel.add(origin_x, fx), channel])
+                x = kernel.load(source, at(batch, in_y, kernel.add(origin_x, fx), channel))
                 if integer:
                     x = kernel.cast(x, i32)
                 if pool.kind == "average":
@@ -66,10 +81,14 @@ def pool2d(
 
         (total,) = kernel.loop(y_start, y_end, over_y, [start])
         if pool.kind == "average":
-            count = kernel.mul(
-                kernel.sub(kernel.as_index(y_end), kernel.as_index(y_start)),
-                kernel.sub(kernel.as_index(x_end), kernel.as_index(x_start)),
-            )
+            if pool.padded_size is not None:
+                y_limit, x_limit = pool.padded_size
+                rows = kernel.sub(kernel.min(kernel.add(origin_y, filter_h), y_limit), origin_y)
+                columns = kernel.sub(kernel.min(kernel.add(origin_x, filter_w), x_limit), origin_x)
+            else:
+                rows = kernel.sub(kernel.as_index(y_end), kernel.as_index(y_start))
+                columns = kernel.sub(kernel.as_index(x_end), kernel.as_index(x_start))
+            count = kernel.mul(rows, columns)
             if integer:
                 count = kernel.cast(count, i32)
                 half = kernel.div(count, 2)
@@ -86,8 +105,13 @@ def pool2d(
                 total = kernel.max(total, pool.activation_min)
             if pool.activation_max != float("inf"):
                 total = kernel.min(total, pool.activation_max)
-        kernel.store(total, target, [batch, out_y, out_x, channel])
+        kernel.store(total, target, at(batch, out_y, out_x, channel))
 
-    kernel.loops([batches, out_height, out_width, channels], body)
+    extents = (
+        [batches, channels, out_height, out_width]
+        if nchw
+        else [batches, out_height, out_width, channels]
+    )
+    kernel.loops(extents, body)
     finish(kernel)
     module.add(op)

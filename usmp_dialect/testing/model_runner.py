@@ -232,14 +232,24 @@ def pipeline(workspace_io: bool = False, report: Path | None = None) -> str:
 
 
 def generate_c(
-    model: Path, directory: Path, workspace_io: bool = False, report: Path | None = None
+    model: Path,
+    directory: Path,
+    workspace_io: bool = False,
+    report: Path | None = None,
+    constants: str = "text",
 ) -> Path:
     """Writes `model.c` and `model.h` for `model` into `directory` (and the plan report to
-    `report`); returns the source."""
+    `report`); returns the source. `constants`: the `-t c` option (`text` or `string`)."""
     directory.mkdir(parents=True, exist_ok=True)
     source, header = directory / f"{PREFIX}.c", directory / f"{PREFIX}.h"
     for target, output, plan_report in (("c", source, report), ("c-header", header, None)):
-        options = ["-p", pipeline(workspace_io, plan_report), "-t", f"{target}{{prefix={PREFIX}}}"]
+        extra = f" constants={constants}" if target == "c" and constants != "text" else ""
+        options = [
+            "-p",
+            pipeline(workspace_io, plan_report),
+            "-t",
+            f"{target}{{prefix={PREFIX}{extra}}}",
+        ]
         _run_usmp_opt([str(model), *options, "-o", str(output)])
     return source
 
@@ -268,10 +278,11 @@ def compile_model(
     cc: str = "gcc",
     source: Path | None = None,
     report: Path | None = None,
+    constants: str = "text",
 ) -> CompiledModel:
     """Generates (unless `source` is given) and compiles the C of `model` with a harness."""
     if source is None:
-        source = generate_c(model, directory, workspace_io, report)
+        source = generate_c(model, directory, workspace_io, report, constants)
     inputs, outputs = entry_ports(model)
     header = source.parent / f"{PREFIX}.h"
     inputs = named_as_in_header(inputs, header, f"{PREFIX}_inputs")

@@ -18,6 +18,7 @@ import os
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import IO, Any
 
 
 class OutputFileError(Exception):
@@ -56,6 +57,16 @@ def check_writable(path: str) -> None:
         raise _os_error(errno.EACCES, path)
 
 
+_SLICE = 1 << 24
+
+
+def _write_in_slices(stream: IO[Any], text: str | bytes) -> None:
+    """Writes `text` a slice at a time: encoding a large C source (hundreds of MB of
+    constants) at once would hold a second copy of it."""
+    for start in range(0, len(text), _SLICE):
+        stream.write(text[start : start + _SLICE])
+
+
 def write_text_atomically(path: str, text: str | bytes) -> None:
     """Writes `text` (or bytes) to `path` so that readers see either the old file or the
     complete new one.
@@ -81,7 +92,7 @@ def write_text_atomically(path: str, text: str | bytes) -> None:
     )
     try:
         with os.fdopen(descriptor, "wb" if isinstance(text, bytes) else "w") as stream:
-            stream.write(text)
+            _write_in_slices(stream, text)
         os.chmod(temporary, mode)
         os.replace(temporary, destination)
     except BaseException:

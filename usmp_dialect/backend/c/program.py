@@ -16,6 +16,7 @@ import io
 import re
 from dataclasses import dataclass
 
+import numpy as np
 from xdsl.dialects import arith, func, memref
 from xdsl.dialects.builtin import (
     ArrayAttr,
@@ -71,7 +72,7 @@ class PoolInfo:
     internal: bool
     size_bytes: int
     alignment_bytes: int
-    data: tuple[int, ...] | None  # constant pools: bytes 0..255
+    data: bytes | None  # constant pools: their bytes (never a Python list of numbers)
     section: str | None = None  # internal pools: the linker section of the C array
 
     @property
@@ -253,10 +254,9 @@ def _pool_info(pool_op: pool.PoolOpBase, module: ModuleOp, names: NameTable) -> 
                 memref_type = op.memref.type
                 if isinstance(memref_type, MemRefType):
                     size = memref_type.get_shape()[0]
-    data: tuple[int, ...] | None = None
+    data: bytes | None = None
     if isinstance(pool_op, pool.ConstantPoolOp) and pool_op.data is not None:
-        values = pool_op.data.get_values()
-        data = tuple(int(v) & 0xFF for v in values)
+        data = bytes(pool_op.data.data.data)  # i8 elements: the raw bytes are the pool's
         if size is None:
             size = len(data)
     return PoolInfo(
@@ -376,12 +376,58 @@ def _io_allocation(item: object, pools: tuple[PoolInfo, ...]) -> TensorIO:
 # ---- header ----------------------------------------------------------------------------------
 
 
-def _data_macro(data: tuple[int, ...], size: int) -> str:
-    values = list(data) + [0] * (size - len(data))
+_DECIMAL = tuple(str(value) for value in range(256))
+
+
+def _data_macro(data: bytes, size: int) -> str:
+    """The bytes `data` (zero-padded to `size`) as decimal initializer text, 16 a row."""
+    values = data + bytes(size - len(data))
     if not values:
         return "0"
-    rows = [", ".join(str(v) for v in values[i : i + 16]) for i in range(0, len(values), 16)]
+    rows = [
+        ", ".join(map(_DECIMAL.__getitem__, values[i : i + 16])) for i in range(0, len(values), 16)
+    ]
     return " \\\n    ".join(row + ("," if i < len(rows) - 1 else "") for i, row in enumerate(rows))
+
+
+_LINE_BYTES = 128  # source bytes per string literal line
+
+
+def _string_literal(data: bytes, size: int) -> str:
+    """The bytes `data` (zero-padded to `size`) as C string literals, one line per 128
+    bytes: printable ASCII as itself (but `"`, `\\` and `?`), every other byte a 3-digit
+    octal escape, which no following character can extend. gcc reads this far faster than an
+    initializer list of numbers; it takes a char array of `size + 1`. Built in numpy, one
+    chunk, whatever the size."""
+    values = np.frombuffer(data + bytes(size - len(data)), dtype=np.uint8)
+    step = _LINE_BYTES * 8192
+    return "\n  ".join(
+        _literal_lines(values[start : start + step]) for start in range(0, len(values), step)
+    )
+
+
+def _literal_lines(values: np.ndarray) -> str:
+    """`values` as `_string_literal` lines (quoted, separated by a newline and indent)."""
+    raw = (values >= 0x20) & (values < 0x7F)
+    for special in b'"\\?':
+        raw &= values != special
+    widths = np.where(raw, 1, 4).astype(np.int64)
+    rows = np.arange(len(values), dtype=np.int64) // _LINE_BYTES
+    separator = b'"\n  "'  # closes a line's literal and opens the next
+    starts = np.cumsum(widths) - widths + rows * len(separator) + 1
+    total = int(widths.sum()) + (int(rows[-1]) if len(rows) else 0) * len(separator) + 2
+    out = np.empty(total, dtype=np.uint8)
+    out[0], out[-1] = ord('"'), ord('"')
+    out[starts[raw]] = values[raw]
+    escaped, codes = starts[~raw], values[~raw]
+    out[escaped] = ord("\\")
+    out[escaped + 1] = ord("0") + (codes >> 6)
+    out[escaped + 2] = ord("0") + ((codes >> 3) & 7)
+    out[escaped + 3] = ord("0") + (codes & 7)
+    row_ends = np.flatnonzero(np.diff(rows)) + 1  # first byte of every row but the first
+    for offset, byte in enumerate(separator):
+        out[starts[row_ends] - len(separator) + offset] = byte
+    return out.tobytes().decode("ascii")
 
 
 def _struct(name: str, fields: list[str], comment: str) -> list[str]:
@@ -415,7 +461,7 @@ def emit_header(interface: Interface) -> str:
             f"#define {P}_{pool_info.field.upper()}_{kind}_POOL_SIZE {pool_info.size_bytes}"
         )
         if pool_info.const:
-            data = _data_macro(pool_info.data or (), pool_info.size_bytes)
+            data = _data_macro(pool_info.data or b"", pool_info.size_bytes)
             lines.append(f"#define {P}_{pool_info.field.upper()}_CONSTANT_POOL_DATA \\\n    {data}")
     if interface.external_pools:
         lines.append("")
@@ -477,7 +523,13 @@ def _global_definition(op: memref.GlobalOp, c_name: str) -> str:
     return declaration + " = {\n  " + ",\n  ".join(rows) + "\n};"
 
 
-def emit_source(module: ModuleOp, prefix: str, entry_name: str) -> str:
+CONSTANT_FORMS = ("text", "string")
+
+
+def emit_source(module: ModuleOp, prefix: str, entry_name: str, constants: str = "text") -> str:
+    """The C source; `constants`: how internal constant pools are written, "text" (an
+    initializer list of decimal bytes, the default) or "string" (string literals of octal
+    escapes, which gcc compiles many times faster: for large models)."""
     check_planned(model_ops(module, entry_name))
     written = written_arguments([op for op in module.ops if isinstance(op, func.FuncOp)])
     interface = build_interface(module, prefix, entry_name, written)
@@ -551,8 +603,20 @@ def emit_source(module: ModuleOp, prefix: str, entry_name: str) -> str:
                 f"/* pool @{pool_info.name}: internal {pool_info.kind} pool, "
                 f"{pool_info.size_bytes} bytes */"
             )
-            if pool_info.const:
-                data = _data_macro(pool_info.data or (), size).replace(" \\\n    ", "\n  ")
+            if pool_info.const and constants == "string":
+                alignment = pool_info.alignment_bytes
+                declaration = f"static const _Alignas({alignment}) uint8_t {array}[{size + 1}]"
+                data = _string_literal(pool_info.data or b"", size)
+                pool_definitions += [
+                    comment,
+                    "#pragma GCC diagnostic push  /* beyond C99's 4095 characters, on purpose */",
+                    '#pragma GCC diagnostic ignored "-Woverlength-strings"',
+                    f"{declaration} =\n  {data};",
+                    "#pragma GCC diagnostic pop",
+                    "",
+                ]
+            elif pool_info.const:
+                data = _data_macro(pool_info.data or b"", size).replace(" \\\n    ", "\n  ")
                 pool_definitions += [comment, f"{declaration} = {{\n  {data}\n}};", ""]
             else:
                 pool_definitions += [comment, f"{declaration};", ""]
@@ -637,7 +701,15 @@ def emit_source(module: ModuleOp, prefix: str, entry_name: str) -> str:
     lines += [run_body, ""]
     if interface.workspace_io:
         lines += _map_functions(interface, pool_arrays)
-    return "\n".join(lines).rstrip("\n") + "\n"
+    # `"\n".join(lines).rstrip("\n") + "\n"` without the two extra copies of a source that
+    # may hold hundreds of MB of constants
+    while lines and not lines[-1].rstrip("\n"):
+        lines.pop()
+    if not lines:
+        return "\n"
+    lines[-1] = lines[-1].rstrip("\n")
+    lines.append("")
+    return "\n".join(lines)
 
 
 def _globals_use_math(definitions: list[str]) -> bool:

@@ -14,7 +14,13 @@ from xdsl.utils.target import Target
 
 from usmp_dialect.backend.c.names import sanitize
 from usmp_dialect.backend.c.printer import check_planned
-from usmp_dialect.backend.c.program import build_interface, emit_header, emit_source, model_ops
+from usmp_dialect.backend.c.program import (
+    CONSTANT_FORMS,
+    build_interface,
+    emit_header,
+    emit_source,
+    model_ops,
+)
 
 
 def _checked_prefix(prefix: str) -> str:
@@ -54,16 +60,24 @@ def _check_printable(module: ModuleOp, entry: str) -> None:
 
 @dataclass(frozen=True)
 class CTarget(Target):
-    """`-t c`: the C source of a planned program (`-t 'c{prefix=net entry=main}'`)."""
+    """`-t c`: the C source of a planned program (`-t 'c{prefix=net entry=main}'`).
+    `constants=string` writes internal constant pools as string literals instead of decimal
+    initializer lists (`text`, the default): for large models, which gcc then compiles in a
+    fraction of the time."""
 
     name = "c"
 
     prefix: str = "usmp_default"
     entry: str = "main"
+    constants: str = "text"
 
     def emit(self, ctx: Context, module: ModuleOp, output: IO[str]) -> None:
+        if self.constants not in CONSTANT_FORMS:
+            raise DiagnosticException(
+                f"C backend: constants '{self.constants}' is not one of {', '.join(CONSTANT_FORMS)}"
+            )
         _check_printable(module, self.entry)
-        output.write(emit_source(module, _checked_prefix(self.prefix), self.entry))
+        output.write(emit_source(module, _checked_prefix(self.prefix), self.entry, self.constants))
 
 
 @dataclass(frozen=True)

@@ -19,18 +19,16 @@ from dataclasses import dataclass
 import numpy as np
 from xdsl.dialects import func, memref
 from xdsl.dialects.builtin import (
-    DenseArrayBase,
     MemRefType,
     ModuleOp,
     StringAttr,
-    i64,
 )
 from xdsl.ir import SSAValue
 
 from usmp_dialect.frontends.errors import ModelImportError
 from usmp_dialect.frontends.tflite.reader import Graph, Operator, Tensor, read_graph
 from usmp_dialect.kernels.builder import KernelBuilder, finish, function
-from usmp_dialect.kernels.module import ModelModule, c_identifier, memref_of
+from usmp_dialect.kernels.module import ModelModule, c_identifier, memref_of, reshape_view
 
 ACTIVATION_TYPES = (np.dtype(np.int8), np.dtype(np.float32))
 
@@ -172,24 +170,8 @@ class TfliteImporter:
         return value
 
     def reshaped(self, value: SSAValue, shape: tuple[int, ...]) -> SSAValue:
-        source = value.type
-        assert isinstance(source, MemRefType)
-        if tuple(source.get_shape()) == tuple(shape):
-            return value
-        target = MemRefType(source.element_type, list(shape))
-        strides = [1] * len(shape)
-        for axis in range(len(shape) - 2, -1, -1):
-            strides[axis] = strides[axis + 1] * shape[axis + 1]
-        cast = memref.ReinterpretCastOp.build(
-            operands=[value, [], [], []],
-            result_types=[target],
-            properties={
-                "static_offsets": DenseArrayBase.from_list(i64, [0]),
-                "static_sizes": DenseArrayBase.from_list(i64, list(shape)),
-                "static_strides": DenseArrayBase.from_list(i64, strides),
-            },
-        )
-        return self.main.insert(cast)
+        cast = reshape_view(value, shape)
+        return value if cast is None else self.main.insert(cast)
 
     def alias(self, tensor: Tensor, value: SSAValue) -> None:
         """`tensor` is `value` seen with the tensor's shape (reshape-like operators). A model

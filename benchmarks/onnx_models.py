@@ -1,0 +1,199 @@
+"""The ONNX Model Zoo graphs of the onnx wheel through `usmp-opt`: memory, compile cost, and
+correctness against onnxruntime.
+
+Run by hand (not in CI), from the checkout with the virtualenv active (`pip install -e '.[test]'`):
+
+    python benchmarks/onnx_models.py                                  # the default models
+    python benchmarks/onnx_models.py --models squeezenet,resnet50 --no-run
+
+Each graph gets seeded random weights of its `ConstantOfShape` shapes (see
+`usmp_dialect.testing.onnx_models`) and its logits as a second output. Per model:
+
+* activations: the activation buffers the planner places in the workspace (U1: the graph's
+  inputs and outputs are the caller's and not counted), from the plan report;
+* bound and workspace: the report's lower bound and the planned workspace;
+* graph-order peak: the largest total size of the intermediate tensors live at once when the
+  nodes run in file order, each node output its own buffer (no in-place reuse, views counted
+  as copies), live from the node writing it to the last node reading it; inputs, outputs and
+  constants (initializers and folded subgraphs) not counted;
+* `usmp-opt` wall time and peak memory (the whole command: import, passes, C), C size
+  (`--constants`: the C backend's form of constant pools, `string` by default here);
+* with running: gcc -O2 time, and our outputs against onnxruntime's (largest error relative
+  to the largest output).
+
+Writes `benchmarks/results/onnx_models.md` (or `--output`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import onnx
+
+from usmp_dialect.frontends.onnx.reader import read_graph
+from usmp_dialect.testing.model_runner import PREFIX, compile_model, pipeline, usmp_opt
+from usmp_dialect.testing.onnx_models import (
+    onnxruntime_outputs,
+    with_logits_output,
+    with_random_weights,
+    zoo_path,
+)
+
+DEFAULT = ("squeezenet", "shufflenet", "inception_v1")
+_FOLDED_OPS = {"Constant", "ConstantOfShape", "Shape"}
+
+
+@dataclass
+class Row:
+    model: str
+    activations: int
+    bound: int
+    workspace: int
+    graph_order_peak: int
+    usmp_opt_s: float
+    usmp_opt_mb: float
+    c_mb: float
+    gcc_s: float | None = None
+    error: float | None = None
+
+
+def graph_order_peak(path: Path) -> int:
+    graph = read_graph(path.read_bytes(), str(path))
+    constant = set(graph.initializers)
+    for node in graph.nodes:
+        inputs = [name for name in node.inputs if name]
+        if node.op_type in _FOLDED_OPS or all(name in constant for name in inputs):
+            constant.update(node.outputs)
+    boundary = set(graph.inputs) | set(graph.outputs)
+    last_read: dict[str, int] = {}
+    for node in graph.nodes:
+        for name in node.inputs:
+            last_read[name] = node.index
+    live: dict[str, int] = {}
+    peak = 0
+    for node in graph.nodes:
+        for name in node.outputs:
+            info = graph.infos.get(name)
+            if name in constant or name in boundary or not name or info is None:
+                continue
+            if info.shape is None or info.dtype is None or name not in last_read:
+                continue
+            live[name] = int(np.prod(info.shape)) * info.dtype.itemsize
+        peak = max(peak, sum(live.values()))
+        for name in [name for name in live if last_read[name] <= node.index]:
+            del live[name]
+    return peak
+
+
+def measure(name: str, directory: Path, run: bool, constants: str) -> Row:
+    model = with_logits_output(with_random_weights(onnx.load(zoo_path(name)), seed=0))
+    path = directory / f"{name}.onnx"
+    path.write_bytes(model.SerializeToString())
+    report = directory / "plan.json"
+    source = directory / f"{PREFIX}.c"
+    memory = directory / "time.txt"
+    target = f"c{{prefix={PREFIX} constants={constants}}}"
+    command = [str(path), "-p", pipeline(False, report), "-t", target]
+    started = time.perf_counter()
+    subprocess.run(
+        ["/usr/bin/time", "-f", "%M", "-o", str(memory), *usmp_opt(), *command, "-o", str(source)],
+        check=True,
+        capture_output=True,
+    )
+    usmp_opt_s = time.perf_counter() - started
+    peak_kb = int(memory.read_text().split()[-1])
+    plan = json.loads(report.read_text())
+    pools = {pool["kind"]: pool for pool in plan["pools"]}
+    workspace = pools["workspace"]
+    activations = sum(1 for buffer in plan["buffers"] if buffer["pool"] == workspace["name"])
+    row = Row(
+        name,
+        activations,
+        workspace["lower_bound_bytes"],
+        workspace["size_bytes"],
+        graph_order_peak(path),
+        usmp_opt_s,
+        peak_kb / 1024,
+        source.stat().st_size / 1e6,
+    )
+    if run:
+        subprocess.run(
+            [
+                *usmp_opt(),
+                str(path),
+                "-p",
+                pipeline(),
+                "-t",
+                f"c-header{{prefix={PREFIX}}}",
+                "-o",
+                str(directory / f"{PREFIX}.h"),
+            ],
+            check=True,
+            capture_output=True,
+        )
+        started = time.perf_counter()
+        compiled = compile_model(path, directory, source=source)
+        row.gcc_s = time.perf_counter() - started
+        rng = np.random.default_rng(1)
+        inputs = [rng.standard_normal(p.shape).astype(np.float32) for p in compiled.inputs]
+        ours, _ = compiled.run(inputs, timeout_s=600)
+        expected = onnxruntime_outputs(path.read_bytes(), inputs)
+        row.error = max(
+            float(np.abs(got.reshape(want.shape) - want).max() / np.abs(want).max())
+            for got, want in zip(ours, expected, strict=True)
+        )
+    return row
+
+
+def table(rows: list[Row], constants: str) -> str:
+    lines = [
+        "# ONNX Model Zoo graphs (onnx wheel, seeded random weights)",
+        "",
+        "`python benchmarks/onnx_models.py`; U1 (`usmp-import-memref,convert-linalg-to-loops,"
+        "usmp`, inputs and outputs outside the workspace). Bytes. usmp-opt: the whole command "
+        "(import, passes, C), its peak memory the maximum resident set (GNU time). Error: "
+        "our C against onnxruntime, largest difference over the "
+        f"largest output (probabilities and logits). C constant pools: `constants={constants}`.",
+        "",
+        "| model | activations | bound | workspace | graph-order peak | workspace / peak "
+        "| usmp-opt s | usmp-opt MB | C MB | gcc -O2 s | error |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        gcc = f"{r.gcc_s:.1f}" if r.gcc_s is not None else "—"
+        error = f"{r.error:.1e}" if r.error is not None else "—"
+        lines.append(
+            f"| {r.model} | {r.activations} | {r.bound:,} | {r.workspace:,} | "
+            f"{r.graph_order_peak:,} | {r.workspace / r.graph_order_peak:.3f} | "
+            f"{r.usmp_opt_s:.1f} | {r.usmp_opt_mb:.0f} | {r.c_mb:.1f} | {gcc} | {error} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--models", default=",".join(DEFAULT))
+    parser.add_argument("--no-run", action="store_true", help="skip gcc and onnxruntime")
+    parser.add_argument("--constants", default="string", choices=["text", "string"])
+    parser.add_argument(
+        "--output", type=Path, default=Path(__file__).parent / "results" / "onnx_models.md"
+    )
+    args = parser.parse_args()
+    rows = []
+    for name in args.models.split(","):
+        with tempfile.TemporaryDirectory(prefix=f"onnx-{name}-") as directory:
+            rows.append(measure(name, Path(directory), not args.no_run, args.constants))
+        print(table(rows[-1:], args.constants).splitlines()[-1], file=sys.stderr, flush=True)
+    args.output.write_text(table(rows, args.constants))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,152 @@
+"""Models the ONNX frontend cannot import: one line `usmp-opt: error: FILE: ...` naming the
+node (op type, name, index) or tensor, exit code 1, no traceback, no output file; and the
+frontend chosen by extension or `-f onnx`."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+onnx = pytest.importorskip("onnx")
+
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+
+node = helper.make_node
+
+
+def usmp_opt(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "usmp_dialect.tools.usmp_opt", *args],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+def model(
+    nodes: list[object],
+    x_shape: list[int | str] | None = None,
+    y_shape: list[int | str] | None = None,
+    initializers: dict[str, np.ndarray] | None = None,
+    opset: int = 13,
+    domain_opsets: tuple[tuple[str, int], ...] = (),
+) -> bytes:
+    graph = helper.make_graph(
+        nodes,  # type: ignore[arg-type]
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, x_shape or [1, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, y_shape or [1, 4])],
+        [numpy_helper.from_array(a, n) for n, a in (initializers or {}).items()],
+    )
+    opsets = [
+        helper.make_opsetid("", opset),
+        *(helper.make_opsetid(d, v) for d, v in domain_opsets),
+    ]
+    return helper.make_model(graph, opset_imports=opsets).SerializeToString()
+
+
+W = {"w": np.ones((4, 4), np.float32)}
+CASES: dict[str, tuple[Callable[[], bytes], str]] = {
+    "unsupported operator": (
+        lambda: model([node("Erf", ["x"], ["y"], name="erf1")]),
+        "Erf node 'erf1' (node 0): unsupported operator Erf",
+    ),
+    "other domain": (
+        lambda: model(
+            [node("Gelu", ["x"], ["y"], domain="com.microsoft")],
+            domain_opsets=(("com.microsoft", 1),),
+        ),
+        "Gelu node (node 0): unsupported operator Gelu of domain 'com.microsoft'",
+    ),
+    "symbolic input dimension": (
+        lambda: model([node("Relu", ["x"], ["y"])], ["N", 4], ["N", 4]),
+        "the model input 'x' has the symbolic dimension 'N'",
+    ),
+    "unsupported operator later": (
+        lambda: model(
+            [node("Relu", ["x"], ["h"], name="r"), node("NonZero", ["h"], ["y"])],
+        ),
+        "NonZero node (node 1): unsupported operator NonZero",
+    ),
+    "matmul of activations": (
+        lambda: model([node("MatMul", ["x", "x"], ["y"], name="mm")], [4, 4], [4, 4]),
+        "MatMul node 'mm' (node 0): input B must be a constant",
+    ),
+    "3-D conv": (
+        lambda: model(
+            [node("Conv", ["x", "w3"], ["y"], name="c3")],
+            [1, 1, 4, 4, 4],
+            [1, 1, 4, 4, 4],
+            {"w3": np.ones((1, 1, 1, 1, 1), np.float32)},
+        ),
+        "Conv node 'c3' (node 0): input and weights must be 4-D",
+    ),
+    "pad mode": (
+        lambda: model(
+            [node("Pad", ["x", "p"], ["y"], mode="reflect")],
+            [1, 4],
+            [1, 6],
+            {"p": np.array([0, 1, 0, 1], np.int64)},
+        ),
+        "Pad node (node 0): mode 'reflect' is not supported",
+    ),
+    "old opset": (
+        lambda: model([node("Relu", ["x"], ["y"])], opset=8),
+        "ONNX opset 8 is not supported (opsets 9-21 are)",
+    ),
+    "not a model": (lambda: b"\xff\xfe definitely not protobuf", "not an ONNX model"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_import_error_is_one_line(case: str, tmp_path: Path) -> None:
+    make, expected = CASES[case]
+    path = tmp_path / "model.onnx"
+    path.write_bytes(make())
+    output = tmp_path / "out.c"
+    ran = usmp_opt(
+        str(path),
+        "-p",
+        "usmp-import-memref,convert-linalg-to-loops,usmp",
+        "-t",
+        "c",
+        "-o",
+        str(output),
+    )
+    assert ran.returncode == 1, ran.stderr
+    lines = ran.stderr.strip().splitlines()
+    assert len(lines) == 1, ran.stderr
+    assert lines[0].startswith(f"usmp-opt: error: {path}: "), lines[0]
+    assert expected in lines[0]
+    assert "Traceback" not in ran.stderr
+    assert not output.exists()
+
+
+def test_frontend_by_flag_and_module_shape(tmp_path: Path) -> None:
+    """`-f onnx` reads a model whatever its name; the module has `@main` with the graph's input
+    then output, one function per node named `<op type>_<index>`, the weights as globals, and
+    a Gemm's Relu fused into it."""
+    data = model(
+        [
+            node("Gemm", ["x", "w"], ["h"]),
+            node("Relu", ["h"], ["r"]),
+            node("Sigmoid", ["r"], ["y"]),
+        ],
+        initializers=W,
+    )
+    renamed = tmp_path / "model.bin"
+    renamed.write_bytes(data)
+    imported = tmp_path / "m.mlir"
+    ran = usmp_opt(str(renamed), "-f", "onnx", "-o", str(imported))
+    assert ran.returncode == 0, ran.stderr
+    text = imported.read_text()
+    assert '@main(%x: memref<1x4xf32> {usmp.io = "input"}, %y: memref<1x4xf32>' in text
+    assert "func.call @gemm_0(" in text
+    assert "func.call @sigmoid_2(" in text
+    assert "@relu_1" not in text  # fused into the Gemm
+    assert 'sym_name = "gemm_0_filter", type = memref<4x4xf32>' in text

@@ -1,0 +1,305 @@
+"""Builds the MLIR module of an ONNX graph (SPEC §9) with xDSL's builders, in the same shape
+as the TFLite frontend's: `@main` takes the graph's inputs then its outputs as memref
+arguments (named after the tensors, `{usmp.io = ...}`), allocates every other activation with
+`memref.alloc`, and calls one function `@<op type lowercased>_<index>` per computing node in
+file order. Reshape-like nodes are views, nodes on constants are folded here (Shape
+subgraphs, ConstantOfShape, Constant, ...), weights become constant `memref.global`s, and a
+BatchNormalization or activation that is the only reader of a convolution's (or Gemm's) output
+is fused into it.
+
+Handlers are registered in `OPERATORS` by the modules of `usmp_dialect.frontends.onnx.ops`;
+each receives a `NodeContext` and emits its function through `usmp_dialect.kernels`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from xdsl.dialects import func, memref
+from xdsl.dialects.builtin import MemRefType, ModuleOp, StringAttr
+from xdsl.ir import SSAValue
+
+from usmp_dialect.frontends.errors import ModelImportError
+from usmp_dialect.frontends.onnx.reader import Graph, Node, TensorInfo, read_graph
+from usmp_dialect.kernels.builder import KernelBuilder, finish, function
+from usmp_dialect.kernels.module import ModelModule, c_identifier, memref_of, reshape_view
+
+ACTIVATION_TYPES = (np.dtype(np.float32), np.dtype(np.int8))
+
+
+@dataclass
+class NodeContext:
+    """What a node handler sees: its node, the graph, and the importer."""
+
+    importer: OnnxImporter
+    node: Node
+
+    @property
+    def graph(self) -> Graph:
+        return self.importer.graph
+
+    @property
+    def module(self) -> ModelModule:
+        return self.importer.module
+
+    @property
+    def opset(self) -> int:
+        return self.importer.graph.opset
+
+    @property
+    def name(self) -> str:
+        """The node function's symbol, `<op type lowercased>_<index>` (e.g. `conv_0`)."""
+        return f"{self.node.op_type.lower()}_{self.node.index}"
+
+    def fail(self, problem: str) -> ModelImportError:
+        return ModelImportError(f"{self.graph.path}: {self.node.describe()}: {problem}")
+
+    def attr(self, name: str, default: Any = None) -> Any:
+        return self.node.attributes.get(name, default)
+
+    def has_input(self, position: int) -> bool:
+        return position < len(self.node.inputs) and self.node.inputs[position] != ""
+
+    def input_name(self, position: int) -> str:
+        if not self.has_input(position):
+            raise self.fail(f"missing input {position}")
+        return self.node.inputs[position]
+
+    def output_name(self, position: int = 0) -> str:
+        if position >= len(self.node.outputs) or not self.node.outputs[position]:
+            raise self.fail(f"missing output {position}")
+        return self.node.outputs[position]
+
+    def _info(self, name: str) -> TensorInfo:
+        constant = self.importer.constants.get(name)
+        if constant is not None:
+            return TensorInfo(constant.dtype, tuple(constant.shape))
+        info = self.graph.infos.get(name)
+        if info is None or info.shape is None or info.dtype is None:
+            symbol = info.symbolic if info is not None else "?"
+            raise self.fail(
+                f"tensor '{name}' has no static shape (symbolic dimension '{symbol}'; only "
+                "static shapes are supported)"
+            )
+        return info
+
+    def shape(self, position: int) -> tuple[int, ...]:
+        shape = self._info(self.input_name(position)).shape
+        assert shape is not None
+        return shape
+
+    def dtype(self, position: int) -> np.dtype:
+        dtype = self._info(self.input_name(position)).dtype
+        assert dtype is not None
+        return dtype
+
+    def output_shape(self, position: int = 0) -> tuple[int, ...]:
+        shape = self._info(self.output_name(position)).shape
+        assert shape is not None
+        return shape
+
+    def output_dtype(self, position: int = 0) -> np.dtype:
+        dtype = self._info(self.output_name(position)).dtype
+        assert dtype is not None
+        return dtype
+
+    def is_constant(self, position: int) -> bool:
+        return self.has_input(position) and self.node.inputs[position] in self.importer.constants
+
+    def constant(self, position: int) -> np.ndarray:
+        name = self.input_name(position)
+        value = self.importer.constants.get(name)
+        if value is None:
+            raise self.fail(f"input {position} ('{name}') must be a constant")
+        return value
+
+    def value(self, position: int) -> SSAValue:
+        """The activation input at `position`, as an SSA value of `@main`."""
+        name = self.input_name(position)
+        if name in self.importer.values:
+            return self.importer.values[name]
+        if name in self.importer.constants:
+            raise self.fail(
+                f"input {position} ('{name}') is a constant where an activation is expected"
+            )
+        raise self.fail(f"input {position} ('{name}') is read before any node writes it")
+
+    def result(self, position: int = 0, name: str | None = None) -> SSAValue:
+        """The memref the node writes its output `position` (or tensor `name`) into."""
+        return self.importer.output_buffer(self, name or self.output_name(position))
+
+    def view(self, value: SSAValue, shape: tuple[int, ...]) -> SSAValue:
+        cast = reshape_view(value, shape)
+        return value if cast is None else self.importer.main.insert(cast)
+
+    def call(
+        self, inputs: list[SSAValue], outputs: list[SSAValue], name: str | None = None
+    ) -> None:
+        """Calls the node function just emitted (`@<name>`, by default `self.name`)."""
+        self.importer.main.insert(func.CallOp(name or self.name, [*inputs, *outputs], []))
+
+    def fold(self, position: int, value: np.ndarray) -> None:
+        self.importer.constants[self.output_name(position)] = np.asarray(value)
+
+    def alias(self, value: SSAValue, position: int = 0) -> None:
+        """Output `position` is `value` seen with the output's shape (no copy)."""
+        self.importer.alias(self, self.output_name(position), value)
+
+    def single_reader(self, tensor: str, op_types: tuple[str, ...]) -> Node | None:
+        """The node reading `tensor` (as its input 0) when it is the only reader, `tensor` is
+        not a graph output, and its op type is one of `op_types`."""
+        readers = self.importer.readers.get(tensor, [])
+        if len(readers) != 1 or tensor in self.graph.outputs:
+            return None
+        reader = readers[0]
+        if reader.op_type not in op_types or reader.inputs[0] != tensor:
+            return None
+        if reader.index in self.importer.fused or reader.domain not in ("", "ai.onnx"):
+            return None
+        return reader
+
+    def fuse(self, node: Node) -> NodeContext:
+        """Marks `node` computed by this node's function; its context (for its attributes)."""
+        self.importer.fused.add(node.index)
+        return NodeContext(self.importer, node)
+
+    def used(self, name: str) -> bool:
+        return bool(self.importer.readers.get(name)) or name in self.graph.outputs
+
+
+Handler = Callable[[NodeContext], None]
+OPERATORS: dict[str, Handler] = {}
+
+
+def operator(*op_types: str) -> Callable[[Handler], Handler]:
+    """Registers a handler for the ONNX operators `op_types` (default domain)."""
+
+    def register(handler: Handler) -> Handler:
+        for op_type in op_types:
+            OPERATORS[op_type] = handler
+        return handler
+
+    return register
+
+
+class OnnxImporter:
+    def __init__(self, graph: Graph) -> None:
+        self.graph = graph
+        self.module = ModelModule()
+        self.constants: dict[str, np.ndarray] = dict(graph.initializers)
+        self.values: dict[str, SSAValue] = {}
+        self.fused: set[int] = set()
+        self.readers: dict[str, list[Node]] = {}
+        for node in graph.nodes:
+            for name in node.inputs:
+                if name:
+                    self.readers.setdefault(name, []).append(node)
+        self.main: KernelBuilder
+        self._arguments: dict[str, SSAValue] = {}
+
+    def _memref_type(self, where: str, name: str, info: TensorInfo | None) -> MemRefType:
+        if info is None or info.shape is None or info.dtype is None:
+            symbol = info.symbolic if info is not None else "?"
+            raise ModelImportError(
+                f"{self.graph.path}: {where}: tensor '{name}' has no static shape (symbolic "
+                f"dimension '{symbol}'; only static shapes are supported)"
+            )
+        if info.dtype not in ACTIVATION_TYPES:
+            raise ModelImportError(
+                f"{self.graph.path}: {where}: tensor '{name}' is an activation of type "
+                f"{info.dtype.name}; only float32 and int8 activations are supported"
+            )
+        if 0 in info.shape:
+            raise ModelImportError(
+                f"{self.graph.path}: {where}: tensor '{name}' has the empty shape "
+                f"{list(info.shape)}"
+            )
+        return memref_of(info.shape or (1,), info.dtype)
+
+    def output_buffer(self, context: NodeContext, name: str) -> SSAValue:
+        """The entry argument of a graph output, otherwise a new `memref.alloc`."""
+        if name in self._arguments and name not in self.values:
+            value = self._arguments[name]
+        else:
+            type_ = self._memref_type(context.node.describe(), name, self.graph.infos.get(name))
+            value = self.main.insert(memref.AllocOp([], [], type_))
+            value.name_hint = c_identifier(name, "t")
+        self.values[name] = value
+        return value
+
+    def alias(self, context: NodeContext, name: str, value: SSAValue) -> None:
+        """`name` is `value` with its own shape; a graph output receives a copy instead."""
+        type_ = self._memref_type(context.node.describe(), name, self.graph.infos.get(name))
+        viewed = context.view(value, tuple(type_.get_shape()))
+        if name in self._arguments:
+            argument = self._arguments[name]
+            self.main.insert(memref.CopyOp(viewed, argument))
+            self.values[name] = argument
+            return
+        self.values[name] = viewed
+
+    def _entry(self) -> func.FuncOp:
+        graph = self.graph
+        duplicated = set(graph.inputs) & set(graph.outputs)
+        if duplicated:
+            raise ModelImportError(
+                f"{graph.path}: tensor '{min(duplicated)}' is both a graph input and output"
+            )
+        names: set[str] = set()
+        arguments: list[tuple[str, MemRefType]] = []
+        attrs = []
+        for kind, tensors in (("input", graph.inputs), ("output", graph.outputs)):
+            for position, tensor in enumerate(tensors):
+                fallback = kind if len(tensors) == 1 else f"{kind}{position}"
+                name = c_identifier(tensor, fallback)
+                if name in names or name == "main":
+                    name = f"{name}_{kind}{position}"
+                names.add(name)
+                type_ = self._memref_type(f"graph {kind}", tensor, graph.infos.get(tensor))
+                arguments.append((name, type_))
+                attrs.append({"usmp.io": StringAttr(kind)})
+        op, self.main, values = function("main", arguments, arg_attrs=attrs)
+        for tensor, value in zip((*graph.inputs, *graph.outputs), values, strict=True):
+            self._arguments[tensor] = value
+        for tensor in graph.inputs:
+            self.values[tensor] = self._arguments[tensor]
+        return op
+
+    def run(self) -> ModuleOp:
+        graph = self.graph
+        for node in graph.nodes:
+            if node.domain not in ("", "ai.onnx") or node.op_type not in OPERATORS:
+                domain = f" of domain '{node.domain}'" if node.domain not in ("", "ai.onnx") else ""
+                raise ModelImportError(
+                    f"{graph.path}: {node.describe()}: unsupported operator {node.op_type}{domain}"
+                )
+        entry = self._entry()
+        for node in graph.nodes:
+            if node.index not in self.fused:
+                OPERATORS[node.op_type](NodeContext(self, node))
+        for tensor in graph.outputs:
+            argument = self._arguments[tensor]
+            if tensor in self.values and self.values[tensor] is argument:
+                continue
+            if tensor in self.values:
+                self.main.insert(memref.CopyOp(self.values[tensor], argument))
+            elif tensor in self.constants:
+                raise ModelImportError(f"{graph.path}: the graph output '{tensor}' is a constant")
+            else:
+                raise ModelImportError(f"{graph.path}: no node writes the graph output '{tensor}'")
+        finish(self.main)
+        self.module.add(entry)
+        return self.module.module()
+
+
+def import_onnx(data: bytes, path: str) -> ModuleOp:
+    """The module of the `.onnx` model in `data` (SPEC §9)."""
+    from usmp_dialect.frontends.onnx import ops  # noqa: F401  (registers the handlers)
+
+    return OnnxImporter(read_graph(data, path)).run()
+
+
+__all__ = ["OPERATORS", "NodeContext", "import_onnx", "operator"]

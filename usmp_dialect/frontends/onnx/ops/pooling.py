@@ -1,0 +1,82 @@
+"""MaxPool, AveragePool (count_include_pad, ceil_mode) and GlobalAveragePool/GlobalMaxPool on
+NCHW float tensors."""
+
+from __future__ import annotations
+
+from usmp_dialect.frontends.onnx.importer import NodeContext, operator
+from usmp_dialect.frontends.onnx.ops.common import FLOAT32, require_float, spatial_window
+from usmp_dialect.kernels.conv import Window
+from usmp_dialect.kernels.module import memref_of
+from usmp_dialect.kernels.pooling import Pool, pool2d
+
+
+def _emit(context: NodeContext, pool: Pool) -> None:
+    pool2d(
+        context.module,
+        context.name,
+        memref_of(context.shape(0), FLOAT32),
+        memref_of(context.output_shape(), FLOAT32),
+        pool,
+    )
+    context.call([context.value(0)], [context.result()])
+
+
+def _source(context: NodeContext) -> tuple[int, ...]:
+    require_float(context, 0)
+    source, output = context.shape(0), context.output_shape()
+    if len(source) != 4:
+        raise context.fail(f"input shape {list(source)}: only 2-D pooling (NCHW) is supported")
+    if len(output) != 4 or output[:2] != source[:2]:
+        raise context.fail(f"the output shape {list(output)} does not match the input")
+    return source
+
+
+@operator("MaxPool", "AveragePool")
+def pool(context: NodeContext) -> None:
+    source = _source(context)
+    maximum = context.node.op_type == "MaxPool"
+    if maximum and len(context.node.outputs) > 1 and context.used(context.node.outputs[1]):
+        raise context.fail("the Indices output is not supported")
+    if context.attr("storage_order", 0):
+        raise context.fail("storage_order 1 is not supported")
+    kernel = list(context.attr("kernel_shape", []))
+    if len(kernel) != 2:
+        raise context.fail(f"kernel_shape {kernel}: only 2-D pooling is supported")
+    dilations = list(context.attr("dilations", [1, 1]))
+    if dilations != [1, 1]:
+        raise context.fail(f"dilations {dilations} are not supported")
+    window, after = spatial_window(
+        context,
+        source[2:],
+        kernel,
+        context.output_shape()[2:],
+        dilation_default=False,
+        ceil_mode=bool(context.attr("ceil_mode", 0)),
+    )
+    padded = None
+    if not maximum and context.attr("count_include_pad", 0):
+        padded = (source[2] + after[0], source[3] + after[1])
+    low, high = float("-inf"), float("inf")
+    _emit(
+        context,
+        Pool(
+            "max" if maximum else "average",
+            (kernel[0], kernel[1]),
+            window,
+            low,
+            high,
+            layout="NCHW",
+            padded_size=padded,
+        ),
+    )
+
+
+@operator("GlobalAveragePool", "GlobalMaxPool")
+def global_pool(context: NodeContext) -> None:
+    source = _source(context)
+    if context.output_shape()[2:] != (1, 1):
+        raise context.fail(f"the output shape {list(context.output_shape())} is not [N, C, 1, 1]")
+    kind = "max" if context.node.op_type == "GlobalMaxPool" else "average"
+    window = Window((1, 1), (1, 1), (0, 0))
+    infinite = float("inf")
+    _emit(context, Pool(kind, (source[2], source[3]), window, -infinite, infinite, layout="NCHW"))

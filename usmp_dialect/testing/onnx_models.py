@@ -1,0 +1,172 @@
+"""ONNX models for the tests and benchmarks: the Model Zoo graphs shipped (weights stripped)
+in the `onnx` wheel given seeded random weights, small graphs written with `onnx.helper`, and
+onnxruntime as the oracle."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+from usmp_dialect.testing.model_runner import compile_model
+
+ZOO = (
+    "squeezenet",
+    "shufflenet",
+    "inception_v1",
+    "inception_v2",
+    "densenet121",
+    "resnet50",
+    "vgg19",
+    "bvlc_alexnet",
+    "zfnet512",
+)
+
+
+def zoo_path(name: str) -> Path:
+    """The stripped `light_<name>.onnx` of the installed onnx wheel."""
+    return Path(onnx.__file__).parent / "backend" / "test" / "data" / "light" / f"light_{name}.onnx"
+
+
+def _random_weight(
+    rng: np.random.Generator, shape: tuple[int, ...], role: str, dtype: np.dtype
+) -> np.ndarray:
+    if role == "variance":
+        return rng.uniform(0.5, 1.5, shape).astype(dtype)
+    if role == "scale":
+        return rng.uniform(0.5, 1.5, shape).astype(dtype)
+    if len(shape) >= 2:
+        fan_in = int(np.prod(shape[1:])) if len(shape) > 2 else int(min(shape))
+        return (rng.standard_normal(shape) * np.sqrt(2.0 / max(fan_in, 1))).astype(dtype)
+    return (rng.standard_normal(shape) * 0.1).astype(dtype)
+
+
+def with_random_weights(model: onnx.ModelProto, seed: int) -> onnx.ModelProto:
+    """`model` with every `ConstantOfShape(<initializer>)` replaced by an initializer of seeded
+    random values of that shape: He-scaled weights, positive BatchNormalization scales and
+    variances, small biases."""
+    rng = np.random.default_rng(seed)
+    model = onnx.ModelProto.FromString(model.SerializeToString())
+    graph = model.graph
+    initializers = {tensor.name: tensor for tensor in graph.initializer}
+    roles: dict[str, str] = {}
+    for node in graph.node:
+        if node.op_type == "BatchNormalization":
+            roles[node.input[1]] = "scale"
+            if len(node.input) > 4:
+                roles[node.input[4]] = "variance"
+    kept = []
+    for node in graph.node:
+        if node.op_type == "ConstantOfShape" and node.input[0] in initializers:
+            shape = tuple(int(s) for s in numpy_helper.to_array(initializers[node.input[0]]))
+            value = next((a.t for a in node.attribute if a.name == "value"), None)
+            dtype = (
+                numpy_helper.to_array(value).dtype if value is not None else np.dtype(np.float32)
+            )
+            array = _random_weight(rng, shape, roles.get(node.output[0], "weight"), dtype)
+            graph.initializer.append(numpy_helper.from_array(array, node.output[0]))
+            if model.ir_version < 4:  # initializers must also be graph inputs
+                graph.input.append(
+                    helper.make_tensor_value_info(
+                        node.output[0], helper.np_dtype_to_tensor_dtype(array.dtype), shape
+                    )
+                )
+        else:
+            kept.append(node)
+    del graph.node[:]
+    graph.node.extend(kept)
+    read = {name for node in graph.node for name in node.input}
+    unused = [t for t in graph.initializer if t.name.endswith("__SHAPE") and t.name not in read]
+    for tensor in unused:
+        graph.initializer.remove(tensor)
+    names = {tensor.name for tensor in unused}
+    for value in [value for value in graph.input if value.name in names]:
+        graph.input.remove(value)
+    return model
+
+
+def with_logits_output(model: onnx.ModelProto) -> onnx.ModelProto:
+    """`model` with the input of its last Softmax also a graph output (random weights
+    saturate the probabilities; the logits are the meaningful comparison)."""
+    model = onnx.ModelProto.FromString(model.SerializeToString())
+    softmax = [node for node in model.graph.node if node.op_type == "Softmax"]
+    if softmax:
+        model.graph.output.append(helper.make_empty_tensor_value_info(softmax[-1].input[0]))
+        model.graph.output[-1].type.tensor_type.elem_type = onnx.TensorProto.FLOAT
+    return model
+
+
+def onnxruntime_outputs(model: bytes, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+    import onnxruntime
+
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = 1
+    options.log_severity_level = 3
+    session = onnxruntime.InferenceSession(model, options, providers=["CPUExecutionProvider"])
+    names = [value.name for value in session.get_inputs()]
+    return list(session.run(None, dict(zip(names, inputs, strict=True))))
+
+
+RELATIVE = 1e-4  # float: of the largest output magnitude
+
+
+def graph_model(
+    nodes: Sequence[object],
+    inputs: Sequence[tuple[str, Sequence[int]]],
+    outputs: Sequence[str | tuple[str, Sequence[int]]],
+    initializers: dict[str, np.ndarray] | None = None,
+    opset: int = 13,
+) -> bytes:
+    """A float graph: `inputs` (name, shape), the graph outputs `outputs` (a name: its shape left
+    to shape inference, or (name, shape)), the constant `initializers`."""
+    graph = helper.make_graph(
+        list(nodes),
+        "test",
+        [
+            helper.make_tensor_value_info(name, TensorProto.FLOAT, list(shape))
+            for name, shape in inputs
+        ],
+        [
+            helper.make_tensor_value_info(name, TensorProto.FLOAT, None)
+            if isinstance(name, str)
+            else helper.make_tensor_value_info(name[0], TensorProto.FLOAT, list(name[1]))
+            for name in outputs
+        ],
+        [numpy_helper.from_array(array, name) for name, array in (initializers or {}).items()],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 8
+    inferred = onnx.shape_inference.infer_shapes(model, strict_mode=True, data_prop=True)
+    known = {v.name: v for v in (*inferred.graph.value_info, *inferred.graph.output)}
+    for position, value in enumerate(model.graph.output):
+        if value.name in known and not value.type.tensor_type.HasField("shape"):
+            model.graph.output[position].CopyFrom(known[value.name])
+    onnx.checker.check_model(model)
+    return model.SerializeToString()
+
+
+def check_against_onnxruntime(
+    model: bytes, directory: Path, seeds: Sequence[int] = (0, 1), constants: str = "text"
+) -> None:
+    """Our C's outputs equal onnxruntime's within `RELATIVE` of the largest, on random inputs
+    (each output and seed checked separately)."""
+    path = directory / "model.onnx"
+    path.write_bytes(model)
+    compiled = compile_model(path, directory, constants=constants)
+    for seed in seeds:
+        rng = np.random.default_rng(seed)
+        inputs = [rng.standard_normal(port.shape).astype(np.float32) for port in compiled.inputs]
+        ours, _ = compiled.run(inputs)
+        expected = onnxruntime_outputs(model, inputs)
+        assert len(ours) == len(expected)
+        for got, want in zip(ours, expected, strict=True):
+            got = got.reshape(want.shape)
+            bound = RELATIVE * max(float(np.abs(want).max()), 1e-30)
+            np.testing.assert_allclose(got, want, rtol=0, atol=bound)
+
+
+def weights(seed: int, *shape: int) -> np.ndarray:
+    return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
