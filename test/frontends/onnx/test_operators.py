@@ -114,7 +114,7 @@ def test_broadcast_arithmetic(tmp_path: Path) -> None:
 
 def test_pooling(tmp_path: Path) -> None:
     """MaxPool and AveragePool with pads, strides, ceil_mode and count_include_pad,
-    GlobalAveragePool, at opset 11 (the zoo's style of attributes)."""
+    GlobalAveragePool, GlobalMaxPool, at opset 11 (the zoo's style of attributes)."""
     nodes = [
         node("MaxPool", ["x"], ["max"], kernel_shape=[3, 3], strides=[2, 2]),
         node(
@@ -146,8 +146,9 @@ def test_pooling(tmp_path: Path) -> None:
         ),
         node("AveragePool", ["x"], ["avg_ceil"], kernel_shape=[3, 3], strides=[2, 2], ceil_mode=1),
         node("GlobalAveragePool", ["x"], ["global"]),
+        node("GlobalMaxPool", ["x"], ["global_max"]),
     ]
-    outputs = ["max", "max_ceil", "avg", "avg_pad", "avg_same", "avg_ceil", "global"]
+    outputs = ["max", "max_ceil", "avg", "avg_pad", "avg_same", "avg_ceil", "global", "global_max"]
     model = graph_model(nodes, [("x", (1, 3, 8, 9))], outputs, opset=11)
     check_against_onnxruntime(model, tmp_path)
 
