@@ -349,14 +349,9 @@ def conv2d_nchw(
 
             zero = kernel.constant(0, i32 if quantized else f32)
             (total,) = kernel.loop(0, group_channels, over_c, [zero])
-            if bias_value is not None:
-                total = kernel.add(total, kernel.load(bias_value, [out_c]))
-            if requantize is not None:
-                assert isinstance(element, IntegerType)
-                result = requantize.output(total, out_c, element)
-            else:
-                assert isinstance(arithmetic, FloatActivation)
-                result = clamp_float(kernel, total, arithmetic)
+            result = accumulated_output(
+                kernel, total, out_c, bias_value, requantize, arithmetic, element
+            )
             kernel.store(result, target, [batch, out_c, out_y, out_x])
             return []
 
