@@ -194,7 +194,8 @@ def runs_cell(runs: list[Run], bound: int) -> str:
 
 def repeat(args: argparse.Namespace) -> int:
     """The --repeat mode (see the module docstring)."""
-    rows = []
+    rows: list[list[str]] = []
+    loads: list[float] = []
     for instance in instances(args.only):
         if any(skip in instance.name for skip in args.skip):
             continue
@@ -203,17 +204,20 @@ def repeat(args: argparse.Namespace) -> int:
         known = f"{instance.best_known:,}" if instance.best_known else "—"
         row = [instance.name, f"{bound:,}", known]
         for capacity in (instance.capacity, None) if instance.capacity else (None,):
+            loads.append(os.getloadavg()[0])
             command = plan_command(instance.path, args.time_limit, capacity)
             alone = [run for _ in range(args.repeat) for run in run_together([command])]
             pairs = [run for _ in range(args.repeat) for run in run_together([command, command])]
             row += [runs_cell(alone, bound), runs_cell(pairs, bound)]
             print(f"{instance.name} capacity {capacity}: {row[-2]} | {row[-1]}", file=sys.stderr)
         rows.append(row)
-        write_repeat_section(rows, args)  # after every instance: an interrupted run keeps rows
+        write_repeat_section(rows, loads, args)  # an interrupted run keeps its rows
     return 0
 
 
-def write_repeat_section(rows: list[list[str]], args: argparse.Namespace) -> None:
+def write_repeat_section(
+    rows: list[list[str]], loads: list[float], args: argparse.Namespace
+) -> None:
     header = [
         "instance",
         "lower bound L",
@@ -231,8 +235,9 @@ def write_repeat_section(rows: list[list[str]], args: argparse.Namespace) -> Non
         f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, `--time-limit "
         f"{args.time_limit:g}`, with the native core: {args.repeat} runs one at a time, and "
         f"{args.repeat} times two runs at once (so {2 * args.repeat} results), at the "
-        "published capacity (`--capacity 1048576`) and without one. Other engineers' jobs "
-        "were loading the same 2 cores.",
+        "published capacity (`--capacity 1048576`) and without one. The machine's 1-minute "
+        f"load average before each group of runs: {min(loads):.1f}-{max(loads):.1f} "
+        f"(median {statistics.median(loads):.1f}) on {os.cpu_count()} cores.",
         "",
         "Cells: median / worst peak (worst / L - 1); median / worst wall time; how many runs "
         "the node budget, not the clock, stopped (the rest proved their plan optimal, or ran "
