@@ -4,8 +4,10 @@ Written as TFLite's reference kernels compute them (`reference_integer_ops::Conv
 `DepthwiseConvPerChannel` and the float `reference_ops` versions): for every output element an
 accumulator in a register, summed over the filter window in (ky, kx, ic) order, skipping the
 window positions outside the input (padding is read implicitly, never materialised), then the
-bias, then requantisation (int8) or the activation clamp (float). The window's in-bounds range is
-computed once per output row and column, so no test runs in the innermost loop.
+bias, then requantisation (int8) or the activation clamp (float). The output positions of each
+dimension are split into segments of equal in-bounds filter taps (shapes are static): each pair of
+a row and a column segment is its own loop nest with constant window bounds, so the interior
+runs without any test and the border windows as constant-trip loops (`segments`).
 """
 
 from __future__ import annotations
@@ -113,6 +115,54 @@ def _needs_bounds(
     return pad > 0 or last >= size
 
 
+@dataclass(frozen=True)
+class Segment:
+    """Output positions `[start, end)` of one dimension whose windows keep the same filter taps
+    `taps` in the input (`None`: computed per position at run time)."""
+
+    start: int
+    end: int
+    taps: tuple[int, int] | None
+
+
+MAX_SEGMENTS = 7
+"""Beyond this many runs of equal tap ranges per dimension, the positions outside the interior
+compute their taps at run time (one loop instead of one per position)."""
+
+
+def _taps(origin: int, extent: int, size: int, dilation: int) -> tuple[int, int]:
+    start = max(-(origin // dilation), 0) if origin < 0 else 0
+    end = min(-((origin - size) // dilation), extent)
+    return (start, end) if end > start else (0, 0)
+
+
+def segments(
+    size: int, out_size: int, extent: int, stride: int, dilation: int, pad: int
+) -> list[Segment]:
+    """The output positions of one dimension split by their windows' in-bounds taps (shapes
+    are static): runs of equal taps, each with its constant range, so no window position is
+    tested at run time; the interior (every tap inside) is one run."""
+    taps = [_taps(o * stride - pad, extent, size, dilation) for o in range(out_size)]
+    runs: list[Segment] = []
+    for position, range_ in enumerate(taps):
+        if runs and runs[-1].taps == range_:
+            runs[-1] = Segment(runs[-1].start, position + 1, range_)
+        else:
+            runs.append(Segment(position, position + 1, range_))
+    if len(runs) <= MAX_SEGMENTS:
+        return runs
+    full = [run for run in runs if run.taps == (0, extent)]
+    if not full:
+        return [Segment(0, out_size, None)]
+    interior = max(full, key=lambda run: run.end - run.start)
+    parts = [
+        Segment(0, interior.start, None),
+        interior,
+        Segment(interior.end, out_size, None),
+    ]
+    return [part for part in parts if part.end > part.start]
+
+
 def conv2d(
     module: ModelModule,
     name: str,
@@ -173,7 +223,8 @@ def conv2d(
         rows: tuple[Value, Value | int, Value | int],
         columns: tuple[Value, Value | int, Value | int],
     ) -> None:
-        """One output element; `rows`/`columns`: the window's origin and in-bounds taps."""
+        """One output element; `rows`/`columns`: the window's origin and in-bounds taps
+        (constants where the segment fixes them)."""
         origin_y, y_start, y_end = rows
         origin_x, x_start, x_end = columns
         zero = kernel.constant(0, accumulator_type)
@@ -212,68 +263,75 @@ def conv2d(
                 else kernel.add(total, kernel.load(channel_bias, [out_c]))
             )
 
-        def clipped() -> list[Value]:
-            taps = accumulate((y_start, y_end), (x_start, x_end), offsets=True)
-            return [with_bias(taps, bias_value)]
-
-        if folded is None:
-            (total,) = clipped()
+        inside = (y_start, y_end, x_start, x_end) == (0, kernel_height, 0, kernel_width)
+        if folded is not None and inside:
+            total = with_bias(accumulate((0, kernel_height), (0, kernel_width), False), folded)
         else:
-
-            def whole() -> list[Value]:
-                taps = accumulate((0, kernel_height), (0, kernel_width), offsets=False)
-                return [with_bias(taps, folded)]
-
-            conditions = []
-            if padded_h:
-                conditions += [kernel.cmp("eq", y_start, 0), kernel.cmp("eq", y_end, kernel_height)]
-            if padded_w:
-                conditions += [kernel.cmp("eq", x_start, 0), kernel.cmp("eq", x_end, kernel_width)]
-            if not conditions:
-                (total,) = whole()
-            else:
-                inside = conditions[0]
-                for condition in conditions[1:]:
-                    inside = kernel.and_(inside, condition)
-                (total,) = kernel.if_(inside, whole, clipped)
+            taps = accumulate((y_start, y_end), (x_start, x_end), offsets=True)
+            total = with_bias(taps, bias_value)
         result = accumulated_output(kernel, total, out_c, None, requantize, arithmetic, element)
         kernel.store(result, target, [batch, out_y, out_x, out_c])
 
-    def output_row(batch: Value, out_y: Value) -> None:
+    def taps_of(
+        segment: Segment, origin: Value, extent: int, size: int, dilation: int
+    ) -> tuple[Value | int, Value | int]:
+        if segment.taps is not None:
+            return segment.taps
+        return window_range(kernel, origin, extent, size, dilation, True)
+
+    def output_rows(batch: Value, rows: Segment, columns: Segment) -> None:
         # The window's rows depend on the output row only, its columns on the output column.
-        origin_y = kernel.sub(kernel.mul(out_y, stride_h), pad_top)
-        rows = (
-            origin_y,
-            *window_range(kernel, origin_y, kernel_height, height, dilation_h, padded_h),
-        )
-
-        def output_column(out_x: Value, _: tuple[Value, ...]) -> list[Value]:
-            origin_x = kernel.sub(kernel.mul(out_x, stride_w), pad_left)
-            columns = (
-                origin_x,
-                *window_range(kernel, origin_x, kernel_width, width, dilation_w, padded_w),
+        def output_row(out_y: Value, _: tuple[Value, ...]) -> list[Value]:
+            origin_y = kernel.sub(kernel.mul(out_y, stride_h), pad_top)
+            y_taps = taps_of(rows, origin_y, kernel_height, height, dilation_h)
+            kernel.loop(
+                columns.start,
+                columns.end,
+                lambda out_x, _: output_column(batch, out_y, (origin_y, *y_taps), out_x, columns),
             )
-
-            def channel(c: Value, _: tuple[Value, ...]) -> list[Value]:
-                if depth_multiplier is None:
-                    element_at(batch, out_y, out_x, c, None, rows, columns)
-                    return []
-
-                # c is the input channel; the loop runs over its `depth_multiplier` outputs
-                def per_output(m: Value, _: tuple[Value, ...]) -> list[Value]:
-                    out_c = kernel.add(kernel.mul(c, depth_multiplier), m)
-                    element_at(batch, out_y, out_x, out_c, c, rows, columns)
-                    return []
-
-                kernel.loop(0, depth_multiplier, per_output)
-                return []
-
-            kernel.loop(0, out_channels if depth_multiplier is None else in_channels, channel)
             return []
 
-        kernel.loop(0, out_width, output_column)
+        kernel.loop(rows.start, rows.end, output_row)
 
-    kernel.loops([batches, out_height], lambda ivs: output_row(*ivs))
+    def output_column(
+        batch: Value,
+        out_y: Value,
+        rows: tuple[Value, Value | int, Value | int],
+        out_x: Value,
+        segment: Segment,
+    ) -> list[Value]:
+        origin_x = kernel.sub(kernel.mul(out_x, stride_w), pad_left)
+        columns = (origin_x, *taps_of(segment, origin_x, kernel_width, width, dilation_w))
+
+        def channel(c: Value, _: tuple[Value, ...]) -> list[Value]:
+            if depth_multiplier is None:
+                element_at(batch, out_y, out_x, c, None, rows, columns)
+                return []
+
+            # c is the input channel; the loop runs over its `depth_multiplier` outputs
+            def per_output(m: Value, _: tuple[Value, ...]) -> list[Value]:
+                out_c = kernel.add(kernel.mul(c, depth_multiplier), m)
+                element_at(batch, out_y, out_x, out_c, c, rows, columns)
+                return []
+
+            kernel.loop(0, depth_multiplier, per_output)
+            return []
+
+        kernel.loop(0, out_channels if depth_multiplier is None else in_channels, channel)
+        return []
+
+    # Each (row segment, column segment) pair is its own loop nest: inside it the window's
+    # taps are constants (or computed once per row / column), and the interior has no test.
+    row_segments = segments(height, out_height, kernel_height, stride_h, dilation_h, pad_top)
+    column_segments = segments(width, out_width, kernel_width, stride_w, dilation_w, pad_left)
+
+    def batch_body(batch: Value, _: tuple[Value, ...]) -> list[Value]:
+        for rows in row_segments:
+            for columns in column_segments:
+                output_rows(batch, rows, columns)
+        return []
+
+    kernel.loop(0, batches, batch_body)
     finish(kernel)
     module.add(op)
 
