@@ -35,6 +35,7 @@ from xdsl.utils.exceptions import DiagnosticException
 from usmp_dialect.backend.c import c_types, loops
 from usmp_dialect.backend.c.names import NameTable, sanitize
 from usmp_dialect.backend.c.printer import (
+    ARM_SXTB16_ROR8,
     HELPERS,
     CFunctionPrinter,
     FunctionSignature,
@@ -547,6 +548,7 @@ def emit_source(module: ModuleOp, prefix: str, entry_name: str, constants: str =
         "outputs",
         "workspace_pools",
         *(f"usmp_{helper}" for helper in HELPERS),
+        "usmp_sxtb16_ror8",
     ):
         global_names.taken.add(reserved)
     for op in module.ops:
@@ -686,7 +688,7 @@ def emit_source(module: ModuleOp, prefix: str, entry_name: str, constants: str =
         "#include <stdint.h>",
         "#include <string.h>",
         *(
-            ["#if defined(__ARM_FEATURE_DSP)", "#include <arm_acle.h>", "#endif"]
+            ["#if defined(__ARM_FEATURE_DSP)", "#include <arm_acle.h>", ARM_SXTB16_ROR8, "#endif"]
             if context.uses_arm_dsp
             else []
         ),
