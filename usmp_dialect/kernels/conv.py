@@ -130,6 +130,10 @@ MAX_SEGMENTS = 7
 compute their taps at run time (one loop instead of one per position)."""
 
 
+CHANNEL_BLOCK = 4
+"""Output channels a float convolution computes together (when the count is a multiple)."""
+
+
 def _taps(origin: int, extent: int, size: int, dilation: int) -> tuple[int, int]:
     start = max(-(origin // dilation), 0) if origin < 0 else 0
     end = min(-((origin - size) // dilation), extent)
@@ -218,13 +222,15 @@ def conv2d(
         batch: Value,
         out_y: Value,
         out_x: Value,
-        out_c: Value,
+        out_cs: Sequence[Value],
         in_c: Value | None,
         rows: tuple[Value, Value | int, Value | int],
         columns: tuple[Value, Value | int, Value | int],
     ) -> None:
-        """One output element; `rows`/`columns`: the window's origin and in-bounds taps
-        (constants where the segment fixes them)."""
+        """Output elements of the channels `out_cs` at one position, each with its own
+        accumulator summed in the same order (one input load serves them all);
+        `rows`/`columns`: the window's origin and in-bounds taps (constants where the segment
+        fixes them)."""
         origin_y, y_start, y_end = rows
         origin_x, x_start, x_end = columns
         zero = kernel.constant(0, accumulator_type)
@@ -233,30 +239,35 @@ def conv2d(
             y_taps: tuple[Value | int, Value | int],
             x_taps: tuple[Value | int, Value | int],
             offsets: bool,
-        ) -> Value:
-            def over_y(ky: Value, acc: tuple[Value, ...]) -> list[Value]:
+        ) -> Sequence[Value]:
+            def over_y(ky: Value, acc: Sequence[Value]) -> list[Value]:
                 in_y = kernel.add(origin_y, kernel.mul(ky, dilation_h))
 
-                def over_x(kx: Value, acc_x: tuple[Value, ...]) -> list[Value]:
+                def over_x(kx: Value, acc_x: Sequence[Value]) -> list[Value]:
                     in_x = kernel.add(origin_x, kernel.mul(kx, dilation_w))
                     if in_c is not None:  # depthwise: one input channel per output channel
+                        (out_c,) = out_cs
                         x = kernel.load(source, [batch, in_y, in_x, in_c])
                         w = kernel.load(weights, [0, ky, kx, out_c])
                         return [kernel.add(acc_x[0], product(x, w, offsets))]
 
-                    def over_c(ic: Value, acc_c: tuple[Value, ...]) -> list[Value]:
+                    def over_c(ic: Value, acc_c: Sequence[Value]) -> list[Value]:
                         x = kernel.load(source, [batch, in_y, in_x, ic])
-                        w = kernel.load(weights, [out_c, ky, kx, ic])
-                        return [kernel.add(acc_c[0], product(x, w, offsets))]
+                        return [
+                            kernel.add(
+                                partial,
+                                product(x, kernel.load(weights, [out_c, ky, kx, ic]), offsets),
+                            )
+                            for partial, out_c in zip(acc_c, out_cs, strict=True)
+                        ]
 
                     return list(kernel.loop(0, in_channels, over_c, acc_x))
 
                 return list(kernel.loop(*x_taps, over_x, acc))
 
-            (total,) = kernel.loop(*y_taps, over_y, [zero])
-            return total
+            return kernel.loop(*y_taps, over_y, [zero] * len(out_cs))
 
-        def with_bias(total: Value, channel_bias: Value | None) -> Value:
+        def with_bias(total: Value, out_c: Value, channel_bias: Value | None) -> Value:
             return (
                 total
                 if channel_bias is None
@@ -265,12 +276,22 @@ def conv2d(
 
         inside = (y_start, y_end, x_start, x_end) == (0, kernel_height, 0, kernel_width)
         if folded is not None and inside:
-            total = with_bias(accumulate((0, kernel_height), (0, kernel_width), False), folded)
+            totals = accumulate((0, kernel_height), (0, kernel_width), False)
+            channel_bias = folded
         else:
-            taps = accumulate((y_start, y_end), (x_start, x_end), offsets=True)
-            total = with_bias(taps, bias_value)
-        result = accumulated_output(kernel, total, out_c, None, requantize, arithmetic, element)
-        kernel.store(result, target, [batch, out_y, out_x, out_c])
+            totals = accumulate((y_start, y_end), (x_start, x_end), offsets=True)
+            channel_bias = bias_value
+        for total, out_c in zip(totals, out_cs, strict=True):
+            result = accumulated_output(
+                kernel,
+                with_bias(total, out_c, channel_bias),
+                out_c,
+                None,
+                requantize,
+                arithmetic,
+                element,
+            )
+            kernel.store(result, target, [batch, out_y, out_x, out_c])
 
     def taps_of(
         segment: Segment, origin: Value, extent: int, size: int, dilation: int
@@ -305,20 +326,33 @@ def conv2d(
 
         def channel(c: Value, _: tuple[Value, ...]) -> list[Value]:
             if depth_multiplier is None:
-                element_at(batch, out_y, out_x, c, None, rows, columns)
+                block = [kernel.add(c, k) for k in range(channel_block)]
+                element_at(batch, out_y, out_x, block, None, rows, columns)
                 return []
 
             # c is the input channel; the loop runs over its `depth_multiplier` outputs
             def per_output(m: Value, _: tuple[Value, ...]) -> list[Value]:
                 out_c = kernel.add(kernel.mul(c, depth_multiplier), m)
-                element_at(batch, out_y, out_x, out_c, c, rows, columns)
+                element_at(batch, out_y, out_x, [out_c], c, rows, columns)
                 return []
 
             kernel.loop(0, depth_multiplier, per_output)
             return []
 
-        kernel.loop(0, out_channels if depth_multiplier is None else in_channels, channel)
+        if depth_multiplier is None:
+            kernel.loop(0, out_channels, channel, step=channel_block)
+        else:
+            kernel.loop(0, in_channels, channel)
         return []
+
+    # Float sums are latency-bound chains: CHANNEL_BLOCK output channels at a time give the
+    # compiler independent chains, each summed in TFLite's order (int8 keeps one accumulator,
+    # the dot product the C backend's DSP variant recognises).
+    channel_block = (
+        CHANNEL_BLOCK
+        if not quantized and depth_multiplier is None and out_channels % CHANNEL_BLOCK == 0
+        else 1
+    )
 
     # Each (row segment, column segment) pair is its own loop nest: inside it the window's
     # taps are constants (or computed once per row / column), and the interior has no test.

@@ -158,6 +158,11 @@ for index, conv in enumerate(
         Conv(float32=True, stride=2, dilation=2, activation=RELU6),
         Conv(float32=True, depthwise=True, depth_multiplier=2, activation=RELU),
         Conv(float32=True, padding=VALID, kernel=(1, 3)),
+        # four output channels at a time (float), beside the padded border segments
+        Conv(float32=True, out_channels=8, activation=RELU),
+        # more border runs than MAX_SEGMENTS: their taps computed at run time
+        Conv(size=(20, 18, 2), kernel=(9, 9), out_channels=4),
+        Conv(float32=True, size=(20, 18, 2), kernel=(9, 9), out_channels=8, stride=2),
     ]
 ):
     CASES[f"conv{index}-{conv}"] = conv_model(conv, index)
