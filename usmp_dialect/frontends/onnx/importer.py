@@ -27,13 +27,19 @@ from typing import Any
 
 import numpy as np
 from xdsl.dialects import func, memref
-from xdsl.dialects.builtin import IndexType, MemRefType, ModuleOp, StringAttr, i8
+from xdsl.dialects.builtin import MemRefType, ModuleOp, StringAttr
 from xdsl.ir import SSAValue
 
 from usmp_dialect.frontends.errors import ModelImportError
 from usmp_dialect.frontends.onnx.reader import Graph, Node, TensorInfo, read_graph
 from usmp_dialect.kernels.builder import KernelBuilder, finish, function
-from usmp_dialect.kernels.module import ModelModule, c_identifier, memref_of, reshape_view
+from usmp_dialect.kernels.module import (
+    ConcatSlices,
+    ModelModule,
+    c_identifier,
+    memref_of,
+    reshape_view,
+)
 
 ACTIVATION_TYPES = (np.dtype(np.float32), np.dtype(np.int8))
 
@@ -208,10 +214,7 @@ class OnnxImporter:
         self.main: KernelBuilder
         self._arguments: dict[str, SSAValue] = {}
         # Concat in place: tensor -> (the Concat output it is a slice of, element offset).
-        self.slices: dict[str, tuple[str, int]] = {}
-        self._plan_concat_slices()
-        self._roots: dict[str, SSAValue] = {}  # outermost Concat output -> its byte buffer
-        self._placed: dict[str, SSAValue] = {}  # tensor -> its view of the byte buffer
+        self.concat_slices = ConcatSlices(self._plan_concat_slices())
 
     def _static(self, name: str) -> TensorInfo | None:
         info = self.graph.infos.get(name)
@@ -221,8 +224,9 @@ class OnnxImporter:
             return None
         return info
 
-    def _plan_concat_slices(self) -> None:
+    def _plan_concat_slices(self) -> dict[str, tuple[str, int]]:
         """Which Concat inputs are written straight into their slice (see the module doc)."""
+        slices: dict[str, tuple[str, int]] = {}
         boundary = set(self.graph.inputs) | set(self.graph.outputs)
         for node in self.graph.nodes:
             if node.op_type != "Concat" or node.domain not in ("", "ai.onnx"):
@@ -257,44 +261,13 @@ class OnnxImporter:
                 offset += source.shape[along] * inner
             else:
                 if offset == int(np.prod(shape)):
-                    self.slices.update(planned)
-        self._slice_targets = {target for target, _ in self.slices.values()}
+                    slices.update(planned)
+        return slices
 
     def in_slice(self, name: str, concat_output: str) -> bool:
         """Whether the tensor `name` was written in place into its slice of `concat_output`."""
-        placed = self._placed.get(name)
-        return (
-            placed is not None
-            and self.slices.get(name, ("", 0))[0] == concat_output
-            and self.values.get(name) is placed
-        )
-
-    def _placed_buffer(self, where: str, name: str) -> SSAValue:
-        """The view of tensor `name` in the byte buffer of its outermost Concat output."""
-        if name in self._placed:
-            return self._placed[name]
-        root, offset = name, 0
-        while root in self.slices:
-            root, step = self.slices[root]
-            offset += step
-        buffer = self._roots.get(root)
-        if buffer is None:
-            root_type = self._memref_type(where, root, self.graph.infos.get(root))
-            info = self.graph.infos[root]
-            assert info.dtype is not None
-            size = int(np.prod(root_type.get_shape())) * info.dtype.itemsize
-            buffer = self.main.insert(memref.AllocOp([], [], MemRefType(i8, [size])))
-            buffer.name_hint = c_identifier(root, "t")
-            self._roots[root] = buffer
-        type_ = self._memref_type(where, name, self.graph.infos.get(name))
-        info = self.graph.infos[name]
-        assert info.dtype is not None
-        shift = self.main.constant(offset * info.dtype.itemsize, IndexType())
-        view = self.main.insert(memref.ViewOp(buffer, shift, [], type_))
-        if name != root:
-            view.name_hint = c_identifier(name, "t")
-        self._placed[name] = view
-        return view
+        placed = self.concat_slices.placed(name, concat_output)
+        return placed is not None and self.values.get(name) is placed
 
     def _memref_type(self, where: str, name: str, info: TensorInfo | None) -> MemRefType:
         if info is None or info.shape is None or info.dtype is None:
@@ -319,8 +292,14 @@ class OnnxImporter:
         """The entry argument of a graph output, otherwise a new `memref.alloc`."""
         if name in self._arguments and name not in self.values:
             value = self._arguments[name]
-        elif name in self.slices or name in self._slice_targets:
-            value = self._placed_buffer(context.node.describe(), name)
+        elif self.concat_slices.covers(name):
+            where = context.node.describe()
+            value = self.concat_slices.buffer(
+                self.main,
+                name,
+                lambda tensor: self._memref_type(where, tensor, self.graph.infos.get(tensor)),
+                lambda tensor: c_identifier(tensor, "t"),
+            )
         else:
             type_ = self._memref_type(context.node.describe(), name, self.graph.infos.get(name))
             value = self.main.insert(memref.AllocOp([], [], type_))
