@@ -468,3 +468,86 @@ def test_int8_concatenation_needs_equal_quantisation() -> None:
 )
 def test_unsupported_variants_fail_clearly(model: bytes, expected: str) -> None:
     assert expected in import_error(model)
+
+
+def in_place_model(dtype: type) -> ModelSpec:
+    """Producers (ADD, SUB, MUL) writing into contiguous slices: `a`, `b` around the constant
+    `k` in `y`, which nests in `z` beside `d`; PACK's `p0`, `p1` (axis 0). Copied: `q`'s
+    inputs (axis 3 of 1x3x4x2: strided), `m` (also read by the output `twice`)."""
+    rng = np.random.default_rng(7)
+    shape = (1, 3, 4, 2)
+    if dtype is np.int8:
+        k = constant("k", rng.integers(-128, 128, size=(1, 1, 4, 2), dtype=np.int8), INT8_Q)
+    else:
+        k = constant("k", rng.standard_normal((1, 1, 4, 2)).astype(np.float32))
+    names = ["x", "x2", "a", "b", "y", "d", "z", "out", "p0", "p1", "p", "out_p"]
+    names += ["q0", "q1", "q", "out_q", "m", "n", "mn", "out_mn", "twice"]
+    shapes = {"y": (1, 7, 4, 2), "z": (1, 10, 4, 2), "out": (1, 10, 4, 2)}
+    shapes |= {"p": (2, 1, 3, 4, 2), "out_p": (2, 1, 3, 4, 2)}
+    shapes |= {"q": (1, 3, 4, 4), "out_q": (1, 3, 4, 4), "mn": (1, 6, 4, 2), "out_mn": (1, 6, 4, 2)}
+    tensors = [activation(name, dtype, shapes.get(name, shape)) for name in names]
+    tensors.append(k)
+    t = {name: index for index, name in enumerate([*names, "k"])}
+
+    def op(opcode: str, inputs: list[str], output: str, **fields: int) -> OperatorSpec:
+        options = {"ADD": "AddOptions", "SUB": "SubOptions", "MUL": "MulOptions"}.get(opcode)
+        if opcode == "CONCATENATION":
+            options = "ConcatenationOptions"
+        if opcode == "PACK":
+            options = "PackOptions"
+        return OperatorSpec(opcode, [t[i] for i in inputs], [t[output]], options, fields)
+
+    operators = [
+        op("ADD", ["x", "x2"], "a"),
+        op("SUB", ["x", "x2"], "b"),
+        op("CONCATENATION", ["a", "k", "b"], "y", Axis=1),
+        op("MUL", ["x", "x2"], "d"),
+        op("CONCATENATION", ["y", "d"], "z", Axis=1),
+        op("ADD", ["z", "z"], "out"),
+        op("SUB", ["x2", "x"], "p0"),
+        op("ADD", ["x2", "x2"], "p1"),
+        op("PACK", ["p0", "p1"], "p", Axis=0, ValuesCount=2),
+        op("ADD", ["p", "p"], "out_p"),
+        op("ADD", ["x", "x"], "q0"),
+        op("SUB", ["x2", "x2"], "q1"),
+        op("CONCATENATION", ["q0", "q1"], "q", Axis=3),
+        op("ADD", ["q", "q"], "out_q"),
+        op("ADD", ["x", "x2"], "m"),
+        op("SUB", ["x", "x"], "n"),
+        op("CONCATENATION", ["m", "n"], "mn", Axis=1),
+        op("ADD", ["mn", "mn"], "out_mn"),
+        op("ADD", ["m", "m"], "twice"),
+    ]
+    outputs = [t[name] for name in ("out", "out_p", "out_q", "out_mn", "twice")]
+    return oracle.ModelSpec(tensors, operators, [t["x"], t["x2"]], outputs)
+
+
+@requires_tflm
+@pytest.mark.parametrize("dtype", [np.int8, np.float32], ids=["int8", "float"])
+def test_concatenation_in_place_matches_tflm(dtype: type, tmp_path: Path) -> None:
+    oracle.assert_all_match({"in_place": in_place_model(dtype)}, tmp_path)
+
+
+def test_concatenation_in_place_copies_only_the_rest() -> None:
+    import io
+    import re
+
+    from xdsl.printer import Printer
+
+    module = import_tflite(in_place_model(np.float32).model(), "in_place.tflite")
+    stream = io.StringIO()
+    Printer(stream).print_op(module)
+    text = stream.getvalue()
+    signatures = {
+        name: arguments.count("%")
+        for name, arguments in re.findall(
+            r"func\.func @((?:concatenation|pack)_\d+)\((.*?)\)", text
+        )
+    }
+    # `y` copies the constant only, `z` and `p` nothing; `q` (strided) both inputs, `mn` `m`.
+    assert signatures == {"concatenation_2": 1, "concatenation_12": 3, "concatenation_16": 2}
+    constants = dict(re.findall(r"%(\w+) = arith\.constant (\d+) : index", text))
+    views = re.findall(r"%(\w+) = memref\.view %z\[%(\w+)\]\[\] : memref<320xi8>", text)
+    offsets = {name: int(constants[shift]) for name, shift in views if not name.isdigit()}
+    assert offsets == {"a": 0, "b": 4 * 32, "y": 0, "d": 7 * 32}
+    assert "%p = memref.alloc() : memref<192xi8>" in text

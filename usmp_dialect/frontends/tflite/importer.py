@@ -6,6 +6,12 @@ one operator function `@<op>_<index>` per TFLite operator in execution order. Re
 operators are views in `@main` (`memref.reinterpret_cast`), shape computations on constants are
 folded here, and weights become constant `memref.global`s read inside the operator functions.
 
+CONCATENATION and PACK in place: when the output's slices are contiguous (every output
+dimension before the axis is 1), each input that an operator writes and only this one reads (not
+a model input or output, not a constant, of the output's type and, int8, quantisation) is
+written by its producer straight into its slice of the output (`kernels.module.ConcatSlices`:
+one byte buffer, a `memref.view` per tensor), and the operator copies only the other inputs.
+
 Operators are handled by the functions registered in `OPERATORS` (the modules of
 `usmp_dialect.frontends.tflite.ops`); each receives an `OperatorContext` and emits its function
 through the shared kernel library (`usmp_dialect.kernels`).
@@ -13,10 +19,12 @@ through the shared kernel library (`usmp_dialect.kernels`).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
+import tflite
 from xdsl.dialects import func, memref
 from xdsl.dialects.builtin import (
     MemRefType,
@@ -28,7 +36,13 @@ from xdsl.ir import SSAValue
 from usmp_dialect.frontends.errors import ModelImportError
 from usmp_dialect.frontends.tflite.reader import Graph, Operator, Tensor, read_graph
 from usmp_dialect.kernels.builder import KernelBuilder, finish, function
-from usmp_dialect.kernels.module import ModelModule, c_identifier, memref_of, reshape_view
+from usmp_dialect.kernels.module import (
+    ConcatSlices,
+    ModelModule,
+    c_identifier,
+    memref_of,
+    reshape_view,
+)
 
 ACTIVATION_TYPES = (np.dtype(np.int8), np.dtype(np.float32))
 
@@ -126,6 +140,65 @@ class TfliteImporter:
         self.values: dict[int, SSAValue] = {}
         self.main: KernelBuilder
         self._arguments: dict[int, SSAValue] = {}
+        self.concat_slices = ConcatSlices(self._plan_concat_slices())
+
+    def _plan_concat_slices(self) -> dict[int, tuple[int, int]]:
+        """Which CONCATENATION / PACK inputs are written straight into their slice (module
+        doc); an operator whose inputs do not fit is left to its handler to report."""
+        graph = self.graph
+        boundary = set(graph.inputs) | set(graph.outputs)
+        readers: dict[int, list[Operator]] = {}
+        for op in graph.operators:
+            for index in op.inputs:
+                if index >= 0:
+                    readers.setdefault(index, []).append(op)
+        slices: dict[int, tuple[int, int]] = {}
+        for op in graph.operators:
+            if op.opcode not in ("CONCATENATION", "PACK") or len(op.outputs) != 1:
+                continue
+            output = graph.tensors[op.outputs[0]]
+            if output.index in boundary or output.data is not None or not output.shape:
+                continue
+            if output.dtype not in ACTIVATION_TYPES or 0 in output.shape:
+                continue
+            if op.opcode == "CONCATENATION":
+                options = op.option(tflite.ConcatenationOptions)
+                if options is not None and options.FusedActivationFunction() != 0:
+                    continue
+                axis = options.Axis() if options is not None else 0
+            else:
+                options = op.option(tflite.PackOptions)
+                axis = options.Axis() if options is not None else 0
+            rank = len(output.shape)
+            if not -rank <= axis < rank:
+                continue
+            axis %= rank
+            if math.prod(output.shape[:axis]) != 1:
+                continue  # slices strided: the operator copies
+            if any(index < 0 for index in op.inputs):
+                continue
+            inputs = [graph.tensors[index] for index in op.inputs]
+            widths = [math.prod(tensor.shape[axis:]) for tensor in inputs]
+            if sum(widths) != math.prod(output.shape):
+                continue
+            offset = 0
+            for tensor, width in zip(inputs, widths, strict=True):
+                if (
+                    tensor.index not in boundary
+                    and tensor.data is None
+                    and readers.get(tensor.index) == [op]
+                    and op.inputs.count(tensor.index) == 1
+                    and tensor.dtype == output.dtype
+                    and _same_quantization(tensor, output)
+                ):
+                    slices[tensor.index] = (output.index, offset)
+                offset += width
+        return slices
+
+    def in_slice(self, tensor: Tensor, output: Tensor) -> bool:
+        """Whether `tensor` was written in place into its slice of `output`."""
+        placed = self.concat_slices.placed(tensor.index, output.index)
+        return placed is not None and self.values.get(tensor.index) is placed
 
     # -- tensors -------------------------------------------------------------------------
 
@@ -162,6 +235,14 @@ class TfliteImporter:
         otherwise a new `memref.alloc`."""
         if tensor.index in self._arguments and tensor.index not in self.values:
             value = self._arguments[tensor.index]
+        elif self.concat_slices.covers(tensor.index):
+            tensors = self.graph.tensors
+            value = self.concat_slices.buffer(
+                self.main,
+                tensor.index,
+                lambda index: self.memref_type(tensors[index]),
+                lambda index: c_identifier(tensors[index].name, "t"),
+            )
         else:
             type_ = self.memref_type(tensor)
             value = self.main.insert(memref.AllocOp([], [], type_))
@@ -240,6 +321,21 @@ class TfliteImporter:
         finish(self.main)
         self.module.add(entry)
         return self.module.module()
+
+
+def _same_quantization(tensor: Tensor, output: Tensor) -> bool:
+    """Whether int8 bytes of `tensor` mean the same in `output` (float: always)."""
+    if output.dtype != np.dtype(np.int8):
+        return True
+    a, b = tensor.quantization, output.quantization
+    if a is None or b is None:
+        return False
+    return (
+        a.scales.shape == b.scales.shape
+        and bool((a.scales == b.scales).all())
+        and a.zero_points.shape == b.zero_points.shape
+        and bool((a.zero_points == b.zero_points).all())
+    )
 
 
 def import_graph(graph: Graph) -> ModuleOp:
