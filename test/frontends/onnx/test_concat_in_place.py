@@ -20,11 +20,9 @@ from onnx import helper
 
 from usmp_dialect.testing.mlir_runner import (
     SKIP_REASON,
-    entry_signature,
     mlir_opt_path,
     mlir_runner_path,
-    parse_module,
-    run_entry,
+    unplanned_and_planned_outputs,
 )
 from usmp_dialect.testing.onnx_models import check_against_onnxruntime, graph_model, weights
 
@@ -106,16 +104,6 @@ def test_only_the_other_inputs_are_copied(tmp_path: Path) -> None:
 def test_planned_concat_runs_as_the_unplanned_one_upstream(tmp_path: Path) -> None:
     """The imported program (allocations, views) and the planned one after
     `convert-pool-to-memref`, both lowered by `mlir-opt` and run by `mlir-runner`."""
-    text = imported(concat_model(), tmp_path).replace("@main(", "@model(")
-    reference = run_entry(text, "model", entry_signature(parse_module(text), "model"))
-    pipeline = (
-        "usmp-import-memref,convert-linalg-to-loops,usmp{entry=model},"
-        "convert-pool-to-memref{entry=model}"
-    )
-    command = [sys.executable, "-m", "usmp_dialect.tools.usmp_opt", "-p", pipeline]
-    planned = subprocess.run(command, input=text, capture_output=True, text=True, check=True).stdout
-    assert "memref.alloc" not in planned
-    assert run_entry(planned, "model", entry_signature(parse_module(planned), "model")) == (
-        reference
-    )
+    reference, planned = unplanned_and_planned_outputs(imported(concat_model(), tmp_path))
+    assert planned == reference
     assert np.isfinite([float(v) for v in re.findall(r"-?\d+(?:\.\d+)?", reference)]).all()

@@ -25,13 +25,16 @@ from dataclasses import dataclass
 
 import numpy as np
 import tflite
+from xdsl.builder import Builder
 from xdsl.dialects import func, memref
 from xdsl.dialects.builtin import (
+    FunctionType,
     MemRefType,
     ModuleOp,
     StringAttr,
 )
 from xdsl.ir import SSAValue
+from xdsl.rewriter import InsertPoint, Rewriter
 
 from usmp_dialect.frontends.errors import ModelImportError
 from usmp_dialect.frontends.tflite.reader import Graph, Operator, Tensor, read_graph
@@ -140,7 +143,13 @@ class TfliteImporter:
         self.values: dict[int, SSAValue] = {}
         self.main: KernelBuilder
         self._arguments: dict[int, SSAValue] = {}
+        # Strided slices (CONCATENATION along an axis after a dimension > 1, e.g. NHWC
+        # channels): tensor -> (output tensor, axis, start along the axis).
+        self.strided: dict[int, tuple[int, int, int]] = {}
         self.concat_slices = ConcatSlices(self._plan_concat_slices())
+        self._pending: list[tuple[int, SSAValue]] = []  # strided candidates just written
+        self._early: dict[int, SSAValue] = {}  # outputs allocated before their operator runs
+        self._strided_placed: dict[int, SSAValue] = {}
 
     def _plan_concat_slices(self) -> dict[int, tuple[int, int]]:
         """Which CONCATENATION / PACK inputs are written straight into their slice (module
@@ -173,15 +182,16 @@ class TfliteImporter:
             if not -rank <= axis < rank:
                 continue
             axis %= rank
-            if math.prod(output.shape[:axis]) != 1:
-                continue  # slices strided: the operator copies
-            if any(index < 0 for index in op.inputs):
+            contiguous = math.prod(output.shape[:axis]) == 1
+            if any(index < 0 for index in op.inputs) or (not contiguous and op.opcode == "PACK"):
                 continue
             inputs = [graph.tensors[index] for index in op.inputs]
-            widths = [math.prod(tensor.shape[axis:]) for tensor in inputs]
-            if sum(widths) != math.prod(output.shape):
+            if not contiguous and any(len(t.shape) != rank for t in inputs):
                 continue
-            offset = 0
+            widths = [math.prod(tensor.shape[axis:]) for tensor in inputs]
+            if sum(widths) * math.prod(output.shape[:axis]) != math.prod(output.shape):
+                continue
+            offset = start = 0
             for tensor, width in zip(inputs, widths, strict=True):
                 if (
                     tensor.index not in boundary
@@ -191,13 +201,79 @@ class TfliteImporter:
                     and tensor.dtype == output.dtype
                     and _same_quantization(tensor, output)
                 ):
-                    slices[tensor.index] = (output.index, offset)
+                    if contiguous:
+                        slices[tensor.index] = (output.index, offset)
+                    else:
+                        self.strided[tensor.index] = (output.index, axis, start)
                 offset += width
+                start += tensor.shape[axis] if not contiguous else 0
         return slices
+
+    def _place_strided(self) -> None:
+        """Strided slices, once their producer's function is built: when the producer passed
+        the buffer straight to its call and its function only loads and stores it, the buffer
+        becomes a `memref.subview` of the output (allocated before the call) and the function's
+        argument takes the subview's strided layout; otherwise the operator copies it."""
+        pending, self._pending = self._pending, []
+        for index, buffer in pending:
+            uses = list(buffer.uses)
+            if len(uses) != 1 or not isinstance(uses[0].operation, func.CallOp):
+                continue
+            call, position = uses[0].operation, uses[0].index
+            callee = self._function(call.callee.root_reference.data)
+            if callee is None or callee.is_declaration:
+                continue
+            argument = callee.body.block.args[position]
+            if not all(
+                isinstance(use.operation, memref.LoadOp)
+                or (isinstance(use.operation, memref.StoreOp) and use.index == 1)
+                for use in argument.uses
+            ):
+                continue
+            output_index, axis, start = self.strided[index]
+            output = self.graph.tensors[output_index]
+            shape = self.graph.tensors[index].shape
+            builder = self.main.builder
+            self.main.builder = Builder(InsertPoint.before(call))
+            try:
+                target = self.output_buffer(output)
+                self._early[output_index] = target
+                target_type = target.type
+                assert isinstance(target_type, MemRefType)
+                offsets = [start if d == axis else 0 for d in range(len(shape))]
+                subview = memref.SubviewOp.from_static_parameters(
+                    target, target_type, offsets, list(shape), [1] * len(shape)
+                )
+                self.main.insert(subview)
+            finally:
+                self.main.builder = builder
+            subview.result.name_hint = buffer.name_hint
+            operands = list(call.operands)
+            operands[position] = subview.result
+            call.operands = operands
+            owner = buffer.owner
+            assert isinstance(owner, memref.AllocOp)
+            owner.detach()
+            owner.erase()
+            Rewriter.replace_value_with_new_type(argument, subview.result.type)
+            callee.function_type = FunctionType.from_lists(
+                [arg.type for arg in callee.body.block.args],
+                list(callee.function_type.outputs.data),
+            )
+            self.values[index] = subview.result
+            self._strided_placed[index] = subview.result
+
+    def _function(self, name: str) -> func.FuncOp | None:
+        for op in reversed(self.module.functions):
+            if isinstance(op, func.FuncOp) and op.sym_name.data == name:
+                return op
+        return None
 
     def in_slice(self, tensor: Tensor, output: Tensor) -> bool:
         """Whether `tensor` was written in place into its slice of `output`."""
         placed = self.concat_slices.placed(tensor.index, output.index)
+        if placed is None and self.strided.get(tensor.index, (-1, 0, 0))[0] == output.index:
+            placed = self._strided_placed.get(tensor.index)
         return placed is not None and self.values.get(tensor.index) is placed
 
     # -- tensors -------------------------------------------------------------------------
@@ -233,7 +309,9 @@ class TfliteImporter:
     def output_buffer(self, tensor: Tensor) -> SSAValue:
         """The buffer an operator writes `tensor` into: the entry argument of a model output,
         otherwise a new `memref.alloc`."""
-        if tensor.index in self._arguments and tensor.index not in self.values:
+        if tensor.index in self._early:
+            value = self._early[tensor.index]
+        elif tensor.index in self._arguments and tensor.index not in self.values:
             value = self._arguments[tensor.index]
         elif self.concat_slices.covers(tensor.index):
             tensors = self.graph.tensors
@@ -247,6 +325,8 @@ class TfliteImporter:
             type_ = self.memref_type(tensor)
             value = self.main.insert(memref.AllocOp([], [], type_))
             value.name_hint = c_identifier(tensor.name, "t")
+            if tensor.index in self.strided:
+                self._pending.append((tensor.index, value))
         self.values[tensor.index] = value
         return value
 
@@ -305,6 +385,7 @@ class TfliteImporter:
         entry = self._entry()
         for op in graph.operators:
             OPERATORS[op.opcode](OperatorContext(self, op))
+            self._place_strided()
         for index in graph.outputs:
             if index not in self.values or self.values[index] is not self._arguments[index]:
                 tensor = graph.tensors[index]
