@@ -11,6 +11,8 @@ dimension before the axis is 1), each input that an operator writes and only thi
 a model input or output, not a constant, of the output's type and, int8, quantisation) is
 written by its producer straight into its slice of the output (`kernels.module.ConcatSlices`:
 one byte buffer, a `memref.view` per tensor), and the operator copies only the other inputs.
+CONCATENATION's strided slices (NHWC channels) are written through a `memref.subview` when the
+producer's function only loads and stores its output argument (`_place_strided`).
 
 Operators are handled by the functions registered in `OPERATORS` (the modules of
 `usmp_dialect.frontends.tflite.ops`); each receives an `OperatorContext` and emits its function
