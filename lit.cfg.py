@@ -1,5 +1,6 @@
 # lit configuration for usmp-dialect: the FileCheck tests under test/.
 # Tools (usmp-opt, usmp-plan, xdsl-opt, filecheck) come from the active virtualenv.
+import importlib.util
 import os
 import shutil
 
@@ -49,6 +50,8 @@ config.substitutions.append(
 )
 if shutil.which("gcc"):
     config.available_features.add("gcc")
+if importlib.util.find_spec("onnx") is not None:  # the optional ONNX frontend
+    config.available_features.add("onnx")
 if shutil.which("clang"):
     config.available_features.add("clang")
 # LLVM 22's mlir-opt (scripts/install_mlir_tools.sh): tests that need it say `REQUIRES: mlir-opt`

@@ -38,9 +38,9 @@ from pathlib import Path
 import numpy as np
 import onnx
 
-from usmp_dialect.frontends.onnx.reader import read_graph
 from usmp_dialect.testing.model_runner import PREFIX, compile_model, pipeline, usmp_opt
 from usmp_dialect.testing.onnx_models import (
+    graph_order_peak,
     onnxruntime_outputs,
     with_logits_output,
     with_random_weights,
@@ -48,7 +48,6 @@ from usmp_dialect.testing.onnx_models import (
 )
 
 DEFAULT = ("squeezenet", "shufflenet", "inception_v1")
-_FOLDED_OPS = {"Constant", "ConstantOfShape", "Shape"}
 
 
 @dataclass
@@ -63,34 +62,6 @@ class Row:
     c_mb: float
     gcc_s: float | None = None
     error: float | None = None
-
-
-def graph_order_peak(path: Path) -> int:
-    graph = read_graph(path.read_bytes(), str(path))
-    constant = set(graph.initializers)
-    for node in graph.nodes:
-        inputs = [name for name in node.inputs if name]
-        if node.op_type in _FOLDED_OPS or all(name in constant for name in inputs):
-            constant.update(node.outputs)
-    boundary = set(graph.inputs) | set(graph.outputs)
-    last_read: dict[str, int] = {}
-    for node in graph.nodes:
-        for name in node.inputs:
-            last_read[name] = node.index
-    live: dict[str, int] = {}
-    peak = 0
-    for node in graph.nodes:
-        for name in node.outputs:
-            info = graph.infos.get(name)
-            if name in constant or name in boundary or not name or info is None:
-                continue
-            if info.shape is None or info.dtype is None or name not in last_read:
-                continue
-            live[name] = int(np.prod(info.shape)) * info.dtype.itemsize
-        peak = max(peak, sum(live.values()))
-        for name in [name for name in live if last_read[name] <= node.index]:
-            del live[name]
-    return peak
 
 
 def measure(name: str, directory: Path, run: bool, constants: str) -> Row:

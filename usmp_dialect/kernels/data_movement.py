@@ -86,17 +86,27 @@ def _arguments(operands: Sequence[Operand]) -> list[tuple[str, MemRefType]]:
 
 
 def concatenation(
-    module: ModelModule, name: str, inputs: Sequence[Operand], output_type: MemRefType
+    module: ModelModule,
+    name: str,
+    inputs: Sequence[Operand],
+    output_type: MemRefType,
+    offsets: Sequence[int] | None = None,
 ) -> None:
     """Adds `@name(%input..., %output)`: the 2-D inputs `[outer, width_k]` side by side along
-    dimension 1 of the output `[outer, sum(width_k)]` (constant inputs are not arguments)."""
+    dimension 1 of the output `[outer, sum(width_k)]` (constant inputs are not arguments), or
+    each at its column `offsets[k]` when given (the other columns are not written: inputs
+    already in place)."""
     outer, _ = output_type.get_shape()
     op, kernel, arguments = function(name, [*_arguments(inputs), ("output", output_type)])
     *sources, target = arguments
     offset = 0
-    for source, operand in zip(_operands(kernel, inputs, sources), inputs, strict=True):
+    for position, (source, operand) in enumerate(
+        zip(_operands(kernel, inputs, sources), inputs, strict=True)
+    ):
         type_ = operand if isinstance(operand, MemRefType) else operand[1]
         width = type_.get_shape()[1]
+        if offsets is not None:
+            offset = offsets[position]
         emit_copy(
             kernel,
             source,

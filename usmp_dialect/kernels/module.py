@@ -4,7 +4,9 @@ symbol names, and the parameters every integer kernel shares (requantisation).""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
+from typing import Generic, TypeVar
 
 import numpy as np
 from xdsl.dialects import func, memref
@@ -24,6 +26,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Operation, SSAValue
 
+from usmp_dialect.dialects.usmp import buffer_size_bytes
 from usmp_dialect.kernels.builder import KernelBuilder, Value, dense
 from usmp_dialect.kernels.fixed_point import (
     emit_multiply_by_quantized_multiplier,
@@ -193,3 +196,60 @@ class RequantizeEmitter:
         scaled = kernel.add(self.scale(accumulator, channel), self.params.output_zero_point)
         clamped = kernel.clamp(scaled, self.params.activation_min, self.params.activation_max)
         return kernel.cast(clamped, element)
+
+
+K = TypeVar("K", bound=Hashable)
+
+
+class ConcatSlices(Generic[K]):
+    """Concat in place, for the frontends: tensors (keys `K`) written by their producer straight
+    into their contiguous slice of a concatenation's output. `slices[tensor] = (concatenation
+    output, element offset)`; an output may itself be a slice of a later concatenation. The
+    outermost output is one byte buffer (`memref.alloc : memref<Nxi8>`, allocated when the first
+    tensor placed in it is written) and every tensor in it a `memref.view` at its byte offset,
+    with the tensor's own identity-layout type (so operator functions keep their signatures)."""
+
+    def __init__(self, slices: dict[K, tuple[K, int]]) -> None:
+        self.slices = slices
+        self._outputs = {target for target, _ in slices.values()}
+        self._roots: dict[K, SSAValue] = {}
+        self._placed: dict[K, SSAValue] = {}
+
+    def covers(self, tensor: K) -> bool:
+        """Whether `tensor` lives in a concatenation's byte buffer (a slice or an output)."""
+        return tensor in self.slices or tensor in self._outputs
+
+    def placed(self, tensor: K, output: K) -> SSAValue | None:
+        """The view `tensor` was written into, when it is a slice of `output`."""
+        if self.slices.get(tensor, (None, 0))[0] != output:
+            return None
+        return self._placed.get(tensor)
+
+    def buffer(
+        self,
+        main: KernelBuilder,
+        tensor: K,
+        type_of: Callable[[K], MemRefType],
+        name_of: Callable[[K], str],
+    ) -> SSAValue:
+        """The view of `tensor` in its outermost concatenation output's byte buffer."""
+        if tensor in self._placed:
+            return self._placed[tensor]
+        root, offset = tensor, 0
+        while root in self.slices:
+            root, step = self.slices[root]
+            offset += step
+        type_ = type_of(tensor)
+        element_bytes = buffer_size_bytes(MemRefType(type_.element_type, [1]))
+        buffer = self._roots.get(root)
+        if buffer is None:
+            size = buffer_size_bytes(type_of(root))
+            buffer = main.insert(memref.AllocOp([], [], MemRefType(i8, [size])))
+            buffer.name_hint = name_of(root)
+            self._roots[root] = buffer
+        shift = main.index(offset * element_bytes)
+        view = main.insert(memref.ViewOp(buffer, shift, [], type_))
+        if tensor != root:
+            view.name_hint = name_of(tensor)
+        self._placed[tensor] = view
+        return view

@@ -308,3 +308,22 @@ def run_entry(module_text: str, entry: str, signature: EntrySignature) -> str:
     )
     # printMemref's header line carries the buffer's address: keep only the data.
     return "\n".join(line for line in output.splitlines() if not line.startswith("Unranked"))
+
+
+def unplanned_and_planned_outputs(module_text: str) -> tuple[str, str]:
+    """What `mlir-runner` prints for an imported model's module (its entry `@main`) as it is
+    (allocations, views) and after `usmp-import-memref,convert-linalg-to-loops,usmp,
+    convert-pool-to-memref`: the planned program must print the same."""
+    from usmp_dialect.testing.model_runner import usmp_opt
+
+    entry = "model"  # the runner's driver is `@main`
+    text = module_text.replace("func.func @main(", f"func.func @{entry}(")
+    reference = run_entry(text, entry, entry_signature(parse_module(text), entry))
+    pipeline = (
+        f"usmp-import-memref,convert-linalg-to-loops,usmp{{entry={entry}}},"
+        f"convert-pool-to-memref{{entry={entry}}}"
+    )
+    planned = run_tool([*usmp_opt(), "-p", pipeline], text)
+    if "memref.alloc" in planned:
+        raise ToolError("the planned module still allocates")
+    return reference, run_entry(planned, entry, entry_signature(parse_module(planned), entry))

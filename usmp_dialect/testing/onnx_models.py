@@ -110,6 +110,43 @@ def onnxruntime_outputs(model: bytes, inputs: Sequence[np.ndarray]) -> list[np.n
     return list(session.run(None, dict(zip(names, inputs, strict=True))))
 
 
+_FOLDED_OPS = {"Constant", "ConstantOfShape", "Shape"}
+
+
+def graph_order_peak(path: Path) -> int:
+    """The largest total size of the intermediate tensors live at once when the nodes run in
+    file order, each node output its own buffer (no in-place reuse, views counted as copies),
+    live from the node writing it to the last node reading it; inputs, outputs and constants
+    (initializers and folded subgraphs) not counted."""
+    from usmp_dialect.frontends.onnx.reader import read_graph
+
+    graph = read_graph(path.read_bytes(), str(path))
+    constant = set(graph.initializers)
+    for node in graph.nodes:
+        inputs = [name for name in node.inputs if name]
+        if node.op_type in _FOLDED_OPS or all(name in constant for name in inputs):
+            constant.update(node.outputs)
+    boundary = set(graph.inputs) | set(graph.outputs)
+    last_read: dict[str, int] = {}
+    for node in graph.nodes:
+        for name in node.inputs:
+            last_read[name] = node.index
+    live: dict[str, int] = {}
+    peak = 0
+    for node in graph.nodes:
+        for name in node.outputs:
+            info = graph.infos.get(name)
+            if name in constant or name in boundary or not name or info is None:
+                continue
+            if info.shape is None or info.dtype is None or name not in last_read:
+                continue
+            live[name] = int(np.prod(info.shape)) * info.dtype.itemsize
+        peak = max(peak, sum(live.values()))
+        for name in [name for name in live if last_read[name] <= node.index]:
+            del live[name]
+    return peak
+
+
 RELATIVE = 1e-4  # float: of the largest output magnitude
 
 

@@ -1,11 +1,13 @@
 """The small ONNX Model Zoo graphs shipped in the onnx wheel (weights stripped: given seeded
 random weights of their ConstantOfShape shapes), compiled to C and compared with onnxruntime:
 the probabilities and the logits before the final Softmax, within 1e-4 of the largest value.
-The larger graphs (inception, densenet, resnet50, vgg19, alexnet, zfnet512) take minutes of
+The larger graphs (inception_v2, densenet, resnet50, vgg19, alexnet, zfnet512) take minutes of
 gcc and run in `benchmarks/onnx_models.py` instead."""
 
 from __future__ import annotations
 
+import json
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -13,19 +15,41 @@ import pytest
 onnx = pytest.importorskip("onnx")
 pytest.importorskip("onnxruntime")
 
+from usmp_dialect.testing.model_runner import pipeline, usmp_opt  # noqa: E402
 from usmp_dialect.testing.onnx_models import (  # noqa: E402
     check_against_onnxruntime,
+    graph_order_peak,
     with_logits_output,
     with_random_weights,
     zoo_path,
 )
 
 
-@pytest.mark.parametrize(("name", "constants"), [("squeezenet", "string"), ("shufflenet", "text")])
-def test_zoo_graph_matches_onnxruntime(name: str, constants: str, tmp_path: Path) -> None:
-    """(Each in one of the C backend's two forms of constant pools.)"""
+def zoo_model(name: str) -> bytes:
     path = zoo_path(name)
     if not path.exists():
         pytest.skip(f"{path} is not in this onnx wheel")
-    model = with_logits_output(with_random_weights(onnx.load(path), seed=0))
-    check_against_onnxruntime(model.SerializeToString(), tmp_path, seeds=(0,), constants=constants)
+    return with_logits_output(with_random_weights(onnx.load(path), seed=0)).SerializeToString()
+
+
+@pytest.mark.parametrize(
+    ("name", "constants"),
+    [("squeezenet", "string"), ("shufflenet", "text"), ("inception_v1", "string")],
+)
+def test_zoo_graph_matches_onnxruntime(name: str, constants: str, tmp_path: Path) -> None:
+    """(Each in one of the C backend's two forms of constant pools.)"""
+    check_against_onnxruntime(zoo_model(name), tmp_path, seeds=(0,), constants=constants)
+
+
+@pytest.mark.parametrize("name", ["squeezenet", "inception_v1"])
+def test_concat_graphs_plan_below_the_graph_order_peak(name: str, tmp_path: Path) -> None:
+    """Their Concat inputs are written in place (no Concat function left) and the workspace
+    (U1) is below the peak of a file-order executor without in-place reuse."""
+    path = tmp_path / f"{name}.onnx"
+    path.write_bytes(zoo_model(name))
+    report = tmp_path / "plan.json"
+    command = [*usmp_opt(), str(path), "-p", pipeline(False, report)]
+    planned = subprocess.run(command, capture_output=True, text=True, check=True).stdout
+    assert "func.func @concat" not in planned
+    workspace = next(p for p in json.loads(report.read_text())["pools"] if p["kind"] == "workspace")
+    assert workspace["size_bytes"] < graph_order_peak(path)

@@ -12,6 +12,11 @@ import pytest
 
 from usmp_dialect.frontends.errors import ModelImportError
 from usmp_dialect.frontends.tflite.importer import import_tflite
+from usmp_dialect.testing.mlir_runner import (
+    mlir_opt_path,
+    mlir_runner_path,
+    unplanned_and_planned_outputs,
+)
 from usmp_dialect.testing.module_file import load_file
 from usmp_dialect.testing.tflite_writer import OperatorSpec, TensorSpec, write_model
 
@@ -468,3 +473,121 @@ def test_int8_concatenation_needs_equal_quantisation() -> None:
 )
 def test_unsupported_variants_fail_clearly(model: bytes, expected: str) -> None:
     assert expected in import_error(model)
+
+
+def in_place_model(dtype: type) -> ModelSpec:
+    """Producers (ADD, SUB, MUL) writing into contiguous slices: `a`, `b` around the constant
+    `k` in `y`, which nests in `z` beside `d`; PACK's `p0`, `p1` (axis 0). Strided slices
+    (axis 3 of 1x3x4x2): the pools `q0`, `q1` write into `q` through a subview, `r1` into `r`;
+    copied: `r0` (ADD's function sees its output flattened), `m` (also read by `twice`)."""
+    rng = np.random.default_rng(7)
+    shape = (1, 3, 4, 2)
+    if dtype is np.int8:
+        k = constant("k", rng.integers(-128, 128, size=(1, 1, 4, 2), dtype=np.int8), INT8_Q)
+    else:
+        k = constant("k", rng.standard_normal((1, 1, 4, 2)).astype(np.float32))
+    names = ["x", "x2", "a", "b", "y", "d", "z", "out", "p0", "p1", "p", "out_p"]
+    names += ["q0", "q1", "q", "out_q", "m", "n", "mn", "out_mn", "twice"]
+    names += ["r0", "r1", "r", "out_r"]
+    shapes = {"y": (1, 7, 4, 2), "z": (1, 10, 4, 2), "out": (1, 10, 4, 2)}
+    shapes |= {"p": (2, 1, 3, 4, 2), "out_p": (2, 1, 3, 4, 2)}
+    shapes |= {"r": (1, 3, 4, 4), "out_r": (1, 3, 4, 4)}
+    shapes |= {"q": (1, 3, 4, 4), "out_q": (1, 3, 4, 4), "mn": (1, 6, 4, 2), "out_mn": (1, 6, 4, 2)}
+    tensors = [activation(name, dtype, shapes.get(name, shape)) for name in names]
+    tensors.append(k)
+    t = {name: index for index, name in enumerate([*names, "k"])}
+
+    def op(opcode: str, inputs: list[str], output: str, **fields: int) -> OperatorSpec:
+        options = {"ADD": "AddOptions", "SUB": "SubOptions", "MUL": "MulOptions"}.get(opcode)
+        if opcode == "CONCATENATION":
+            options = "ConcatenationOptions"
+        if opcode == "PACK":
+            options = "PackOptions"
+        if opcode.endswith("POOL_2D"):
+            options = "Pool2DOptions"
+            fields = {"Padding": 0, "StrideH": 1, "StrideW": 1, "FilterHeight": 2}
+            fields |= {"FilterWidth": 2}
+        return OperatorSpec(opcode, [t[i] for i in inputs], [t[output]], options, fields)
+
+    operators = [
+        op("ADD", ["x", "x2"], "a"),
+        op("SUB", ["x", "x2"], "b"),
+        op("CONCATENATION", ["a", "k", "b"], "y", Axis=1),
+        op("MUL", ["x", "x2"], "d"),
+        op("CONCATENATION", ["y", "d"], "z", Axis=1),
+        op("ADD", ["z", "z"], "out"),
+        op("SUB", ["x2", "x"], "p0"),
+        op("ADD", ["x2", "x2"], "p1"),
+        op("PACK", ["p0", "p1"], "p", Axis=0, ValuesCount=2),
+        op("ADD", ["p", "p"], "out_p"),
+        op("MAX_POOL_2D", ["x"], "q0"),
+        op("AVERAGE_POOL_2D", ["x2"], "q1"),
+        op("CONCATENATION", ["q0", "q1"], "q", Axis=3),
+        op("ADD", ["q", "q"], "out_q"),
+        op("ADD", ["x", "x2"], "m"),
+        op("SUB", ["x", "x"], "n"),
+        op("CONCATENATION", ["m", "n"], "mn", Axis=1),
+        op("ADD", ["mn", "mn"], "out_mn"),
+        op("ADD", ["m", "m"], "twice"),
+        op("ADD", ["x", "x2"], "r0"),
+        op("MAX_POOL_2D", ["x2"], "r1"),
+        op("CONCATENATION", ["r0", "r1"], "r", Axis=3),
+        op("ADD", ["r", "r"], "out_r"),
+    ]
+    outputs = [t[name] for name in ("out", "out_p", "out_q", "out_mn", "twice", "out_r")]
+    return oracle.ModelSpec(tensors, operators, [t["x"], t["x2"]], outputs)
+
+
+@requires_tflm
+@pytest.mark.parametrize("dtype", [np.int8, np.float32], ids=["int8", "float"])
+def test_concatenation_in_place_matches_tflm(dtype: type, tmp_path: Path) -> None:
+    oracle.assert_all_match({"in_place": in_place_model(dtype)}, tmp_path)
+
+
+def test_concatenation_in_place_copies_only_the_rest() -> None:
+    import io
+    import re
+
+    from xdsl.printer import Printer
+
+    module = import_tflite(in_place_model(np.float32).model(), "in_place.tflite")
+    stream = io.StringIO()
+    Printer(stream).print_op(module)
+    text = stream.getvalue()
+    signatures = {
+        name: arguments.count("%")
+        for name, arguments in re.findall(
+            r"func\.func @((?:concatenation|pack)_\d+)\((.*?)\)", text
+        )
+    }
+    # `y` copies the constant only, `z`, `p` and `q` nothing; `mn` copies `m`, `r` `r0`.
+    assert signatures == {"concatenation_2": 1, "concatenation_16": 2, "concatenation_21": 2}
+    constants = dict(re.findall(r"%(\w+) = arith\.constant (\d+) : index", text))
+    views = re.findall(r"%(\w+) = memref\.view %z\[%(\w+)\]\[\] : memref<320xi8>", text)
+    offsets = {name: int(constants[shift]) for name, shift in views if not name.isdigit()}
+    assert offsets == {"a": 0, "b": 4 * 32, "y": 0, "d": 7 * 32}
+    assert "%p = memref.alloc() : memref<192xi8>" in text
+    # The pools' functions write their output through the subview's layout.
+    strided = re.escape("memref<1x3x4x2xf32, strided<[48, 16, 4, 1]")
+    for pool in ("max_pool_2d_10", "average_pool_2d_11", "max_pool_2d_20"):
+        assert re.search(
+            rf"func\.func @{pool}\(%input: memref<1x3x4x2xf32>, %output: {strided}", text
+        )
+    assert re.search(r"%q1 = memref\.subview %q\[0, 0, 0, 2\] \[1, 3, 4, 2\] \[1, 1, 1, 1\]", text)
+
+
+@pytest.mark.skipif(
+    mlir_opt_path() is None or mlir_runner_path() is None, reason="needs LLVM's mlir-opt"
+)
+@pytest.mark.parametrize("dtype", [np.int8, np.float32], ids=["int8", "float"])
+def test_concatenation_in_place_runs_upstream(dtype: type) -> None:
+    """The imported module (views, subviews, strided arguments) and the planned one after
+    `convert-pool-to-memref` print the same under `mlir-runner`."""
+    import io
+
+    from xdsl.printer import Printer
+
+    stream = io.StringIO()
+    Printer(stream).print_op(import_tflite(in_place_model(dtype).model(), "in_place.tflite"))
+    reference, planned = unplanned_and_planned_outputs(stream.getvalue())
+    assert planned == reference

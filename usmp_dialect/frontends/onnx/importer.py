@@ -7,6 +7,14 @@ subgraphs, ConstantOfShape, Constant, ...), weights become constant `memref.glob
 BatchNormalization or activation that is the only reader of a convolution's (or Gemm's) output
 is fused into it.
 
+Concat in place: when a Concat's slices are contiguous (every output dimension before the axis
+is 1, as NCHW channel concatenation with one batch), each input that a node of the graph writes
+and only this Concat reads (not a graph input or output, not a constant, of the output's element
+type) is written by its producer straight into its slice of the output, and the Concat copies
+only the other inputs (or disappears). The output is then one `memref.alloc` of bytes and every
+tensor placed in it a `memref.view` at its byte offset (identity layout, so the node functions
+keep their signatures); a Concat output that only a later Concat reads nests in it.
+
 Handlers are registered in `OPERATORS` by the modules of `usmp_dialect.frontends.onnx.ops`;
 each receives a `NodeContext` and emits its function through `usmp_dialect.kernels`.
 """
@@ -25,7 +33,13 @@ from xdsl.ir import SSAValue
 from usmp_dialect.frontends.errors import ModelImportError
 from usmp_dialect.frontends.onnx.reader import Graph, Node, TensorInfo, read_graph
 from usmp_dialect.kernels.builder import KernelBuilder, finish, function
-from usmp_dialect.kernels.module import ModelModule, c_identifier, memref_of, reshape_view
+from usmp_dialect.kernels.module import (
+    ConcatSlices,
+    ModelModule,
+    c_identifier,
+    memref_of,
+    reshape_view,
+)
 
 ACTIVATION_TYPES = (np.dtype(np.float32), np.dtype(np.int8))
 
@@ -199,6 +213,61 @@ class OnnxImporter:
                     self.readers.setdefault(name, []).append(node)
         self.main: KernelBuilder
         self._arguments: dict[str, SSAValue] = {}
+        # Concat in place: tensor -> (the Concat output it is a slice of, element offset).
+        self.concat_slices = ConcatSlices(self._plan_concat_slices())
+
+    def _static(self, name: str) -> TensorInfo | None:
+        info = self.graph.infos.get(name)
+        if info is None or info.shape is None or info.dtype not in ACTIVATION_TYPES:
+            return None
+        if name in self.constants or 0 in info.shape:
+            return None
+        return info
+
+    def _plan_concat_slices(self) -> dict[str, tuple[str, int]]:
+        """Which Concat inputs are written straight into their slice (see the module doc)."""
+        slices: dict[str, tuple[str, int]] = {}
+        boundary = set(self.graph.inputs) | set(self.graph.outputs)
+        for node in self.graph.nodes:
+            if node.op_type != "Concat" or node.domain not in ("", "ai.onnx"):
+                continue
+            if len(node.outputs) != 1 or node.outputs[0] in boundary:
+                continue
+            output = node.outputs[0]
+            info = self._static(output)
+            if info is None or info.shape is None or not info.shape:
+                continue
+            shape = info.shape
+            along = int(node.attributes.get("axis", 0))
+            along = along + len(shape) if along < 0 else along
+            if not 0 <= along < len(shape) or int(np.prod(shape[:along])) != 1:
+                continue  # slices strided: the Concat copies
+            inner = int(np.prod(shape[along + 1 :]))
+            offset, planned = 0, dict[str, tuple[str, int]]()
+            for name in node.inputs:
+                source = self._static(name) if name else None
+                if source is None or source.shape is None or len(source.shape) != len(shape):
+                    if name in self.constants and len(self.constants[name].shape) == len(shape):
+                        offset += int(self.constants[name].shape[along]) * inner
+                        continue
+                    break  # the handler reports the problem or folds the node
+                if (
+                    name not in boundary
+                    and self.readers.get(name) == [node]
+                    and node.inputs.count(name) == 1
+                    and source.dtype == info.dtype
+                ):
+                    planned[name] = (output, offset)
+                offset += source.shape[along] * inner
+            else:
+                if offset == int(np.prod(shape)):
+                    slices.update(planned)
+        return slices
+
+    def in_slice(self, name: str, concat_output: str) -> bool:
+        """Whether the tensor `name` was written in place into its slice of `concat_output`."""
+        placed = self.concat_slices.placed(name, concat_output)
+        return placed is not None and self.values.get(name) is placed
 
     def _memref_type(self, where: str, name: str, info: TensorInfo | None) -> MemRefType:
         if info is None or info.shape is None or info.dtype is None:
@@ -223,6 +292,14 @@ class OnnxImporter:
         """The entry argument of a graph output, otherwise a new `memref.alloc`."""
         if name in self._arguments and name not in self.values:
             value = self._arguments[name]
+        elif self.concat_slices.covers(name):
+            where = context.node.describe()
+            value = self.concat_slices.buffer(
+                self.main,
+                name,
+                lambda tensor: self._memref_type(where, tensor, self.graph.infos.get(tensor)),
+                lambda tensor: c_identifier(tensor, "t"),
+            )
         else:
             type_ = self._memref_type(context.node.describe(), name, self.graph.infos.get(name))
             value = self.main.insert(memref.AllocOp([], [], type_))

@@ -6,6 +6,14 @@ one operator function `@<op>_<index>` per TFLite operator in execution order. Re
 operators are views in `@main` (`memref.reinterpret_cast`), shape computations on constants are
 folded here, and weights become constant `memref.global`s read inside the operator functions.
 
+CONCATENATION and PACK in place: when the output's slices are contiguous (every output
+dimension before the axis is 1), each input that an operator writes and only this one reads (not
+a model input or output, not a constant, of the output's type and, int8, quantisation) is
+written by its producer straight into its slice of the output (`kernels.module.ConcatSlices`:
+one byte buffer, a `memref.view` per tensor), and the operator copies only the other inputs.
+CONCATENATION's strided slices (NHWC channels) are written through a `memref.subview` when the
+producer's function only loads and stores its output argument (`_place_strided`).
+
 Operators are handled by the functions registered in `OPERATORS` (the modules of
 `usmp_dialect.frontends.tflite.ops`); each receives an `OperatorContext` and emits its function
 through the shared kernel library (`usmp_dialect.kernels`).
@@ -13,22 +21,33 @@ through the shared kernel library (`usmp_dialect.kernels`).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
+import tflite
+from xdsl.builder import Builder
 from xdsl.dialects import func, memref
 from xdsl.dialects.builtin import (
+    FunctionType,
     MemRefType,
     ModuleOp,
     StringAttr,
 )
 from xdsl.ir import SSAValue
+from xdsl.rewriter import InsertPoint, Rewriter
 
 from usmp_dialect.frontends.errors import ModelImportError
 from usmp_dialect.frontends.tflite.reader import Graph, Operator, Tensor, read_graph
 from usmp_dialect.kernels.builder import KernelBuilder, finish, function
-from usmp_dialect.kernels.module import ModelModule, c_identifier, memref_of, reshape_view
+from usmp_dialect.kernels.module import (
+    ConcatSlices,
+    ModelModule,
+    c_identifier,
+    memref_of,
+    reshape_view,
+)
 
 ACTIVATION_TYPES = (np.dtype(np.int8), np.dtype(np.float32))
 
@@ -126,6 +145,138 @@ class TfliteImporter:
         self.values: dict[int, SSAValue] = {}
         self.main: KernelBuilder
         self._arguments: dict[int, SSAValue] = {}
+        # Strided slices (CONCATENATION along an axis after a dimension > 1, e.g. NHWC
+        # channels): tensor -> (output tensor, axis, start along the axis).
+        self.strided: dict[int, tuple[int, int, int]] = {}
+        self.concat_slices = ConcatSlices(self._plan_concat_slices())
+        self._pending: list[tuple[int, SSAValue]] = []  # strided candidates just written
+        self._early: dict[int, SSAValue] = {}  # outputs allocated before their operator runs
+        self._strided_placed: dict[int, SSAValue] = {}
+
+    def _plan_concat_slices(self) -> dict[int, tuple[int, int]]:
+        """Which CONCATENATION / PACK inputs are written straight into their slice (module
+        doc); an operator whose inputs do not fit is left to its handler to report."""
+        graph = self.graph
+        boundary = set(graph.inputs) | set(graph.outputs)
+        readers: dict[int, list[Operator]] = {}
+        for op in graph.operators:
+            for index in op.inputs:
+                if index >= 0:
+                    readers.setdefault(index, []).append(op)
+        slices: dict[int, tuple[int, int]] = {}
+        for op in graph.operators:
+            if op.opcode not in ("CONCATENATION", "PACK") or len(op.outputs) != 1:
+                continue
+            output = graph.tensors[op.outputs[0]]
+            if output.index in boundary or output.data is not None or not output.shape:
+                continue
+            if output.dtype not in ACTIVATION_TYPES or 0 in output.shape:
+                continue
+            if op.opcode == "CONCATENATION":
+                options = op.option(tflite.ConcatenationOptions)
+                if options is not None and options.FusedActivationFunction() != 0:
+                    continue
+                axis = options.Axis() if options is not None else 0
+            else:
+                options = op.option(tflite.PackOptions)
+                axis = options.Axis() if options is not None else 0
+            rank = len(output.shape)
+            if not -rank <= axis < rank:
+                continue
+            axis %= rank
+            contiguous = math.prod(output.shape[:axis]) == 1
+            if any(index < 0 for index in op.inputs) or (not contiguous and op.opcode == "PACK"):
+                continue
+            inputs = [graph.tensors[index] for index in op.inputs]
+            if not contiguous and any(len(t.shape) != rank for t in inputs):
+                continue
+            widths = [math.prod(tensor.shape[axis:]) for tensor in inputs]
+            if sum(widths) * math.prod(output.shape[:axis]) != math.prod(output.shape):
+                continue
+            offset = start = 0
+            for tensor, width in zip(inputs, widths, strict=True):
+                if (
+                    tensor.index not in boundary
+                    and tensor.data is None
+                    and readers.get(tensor.index) == [op]
+                    and op.inputs.count(tensor.index) == 1
+                    and tensor.dtype == output.dtype
+                    and _same_quantization(tensor, output)
+                ):
+                    if contiguous:
+                        slices[tensor.index] = (output.index, offset)
+                    else:
+                        self.strided[tensor.index] = (output.index, axis, start)
+                offset += width
+                start += tensor.shape[axis] if not contiguous else 0
+        return slices
+
+    def _place_strided(self) -> None:
+        """Strided slices, once their producer's function is built: when the producer passed
+        the buffer straight to its call and its function only loads and stores it, the buffer
+        becomes a `memref.subview` of the output (allocated before the call) and the function's
+        argument takes the subview's strided layout; otherwise the operator copies it."""
+        pending, self._pending = self._pending, []
+        for index, buffer in pending:
+            uses = list(buffer.uses)
+            if len(uses) != 1 or not isinstance(uses[0].operation, func.CallOp):
+                continue
+            call, position = uses[0].operation, uses[0].index
+            callee = self._function(call.callee.root_reference.data)
+            if callee is None or callee.is_declaration:
+                continue
+            argument = callee.body.block.args[position]
+            if not all(
+                isinstance(use.operation, memref.LoadOp)
+                or (isinstance(use.operation, memref.StoreOp) and use.index == 1)
+                for use in argument.uses
+            ):
+                continue
+            output_index, axis, start = self.strided[index]
+            output = self.graph.tensors[output_index]
+            shape = self.graph.tensors[index].shape
+            builder = self.main.builder
+            self.main.builder = Builder(InsertPoint.before(call))
+            try:
+                target = self.output_buffer(output)
+                self._early[output_index] = target
+                target_type = target.type
+                assert isinstance(target_type, MemRefType)
+                offsets = [start if d == axis else 0 for d in range(len(shape))]
+                subview = memref.SubviewOp.from_static_parameters(
+                    target, target_type, offsets, list(shape), [1] * len(shape)
+                )
+                self.main.insert(subview)
+            finally:
+                self.main.builder = builder
+            subview.result.name_hint = buffer.name_hint
+            operands = list(call.operands)
+            operands[position] = subview.result
+            call.operands = operands
+            owner = buffer.owner
+            assert isinstance(owner, memref.AllocOp)
+            owner.detach()
+            owner.erase()
+            Rewriter.replace_value_with_new_type(argument, subview.result.type)
+            callee.function_type = FunctionType.from_lists(
+                [arg.type for arg in callee.body.block.args],
+                list(callee.function_type.outputs.data),
+            )
+            self.values[index] = subview.result
+            self._strided_placed[index] = subview.result
+
+    def _function(self, name: str) -> func.FuncOp | None:
+        for op in reversed(self.module.functions):
+            if isinstance(op, func.FuncOp) and op.sym_name.data == name:
+                return op
+        return None
+
+    def in_slice(self, tensor: Tensor, output: Tensor) -> bool:
+        """Whether `tensor` was written in place into its slice of `output`."""
+        placed = self.concat_slices.placed(tensor.index, output.index)
+        if placed is None and self.strided.get(tensor.index, (-1, 0, 0))[0] == output.index:
+            placed = self._strided_placed.get(tensor.index)
+        return placed is not None and self.values.get(tensor.index) is placed
 
     # -- tensors -------------------------------------------------------------------------
 
@@ -160,12 +311,24 @@ class TfliteImporter:
     def output_buffer(self, tensor: Tensor) -> SSAValue:
         """The buffer an operator writes `tensor` into: the entry argument of a model output,
         otherwise a new `memref.alloc`."""
-        if tensor.index in self._arguments and tensor.index not in self.values:
+        if tensor.index in self._early:
+            value = self._early[tensor.index]
+        elif tensor.index in self._arguments and tensor.index not in self.values:
             value = self._arguments[tensor.index]
+        elif self.concat_slices.covers(tensor.index):
+            tensors = self.graph.tensors
+            value = self.concat_slices.buffer(
+                self.main,
+                tensor.index,
+                lambda index: self.memref_type(tensors[index]),
+                lambda index: c_identifier(tensors[index].name, "t"),
+            )
         else:
             type_ = self.memref_type(tensor)
             value = self.main.insert(memref.AllocOp([], [], type_))
             value.name_hint = c_identifier(tensor.name, "t")
+            if tensor.index in self.strided:
+                self._pending.append((tensor.index, value))
         self.values[tensor.index] = value
         return value
 
@@ -224,6 +387,7 @@ class TfliteImporter:
         entry = self._entry()
         for op in graph.operators:
             OPERATORS[op.opcode](OperatorContext(self, op))
+            self._place_strided()
         for index in graph.outputs:
             if index not in self.values or self.values[index] is not self._arguments[index]:
                 tensor = graph.tensors[index]
@@ -240,6 +404,21 @@ class TfliteImporter:
         finish(self.main)
         self.module.add(entry)
         return self.module.module()
+
+
+def _same_quantization(tensor: Tensor, output: Tensor) -> bool:
+    """Whether int8 bytes of `tensor` mean the same in `output` (float: always)."""
+    if output.dtype != np.dtype(np.int8):
+        return True
+    a, b = tensor.quantization, output.quantization
+    if a is None or b is None:
+        return False
+    return (
+        a.scales.shape == b.scales.shape
+        and bool((a.scales == b.scales).all())
+        and a.zero_points.shape == b.zero_points.shape
+        and bool((a.zero_points == b.zero_points).all())
+    )
 
 
 def import_graph(graph: Graph) -> ModuleOp:

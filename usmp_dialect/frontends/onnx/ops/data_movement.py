@@ -1,5 +1,5 @@
-"""Concat (each input copied into its slice of the output; constants folded), Transpose, and
-Pad (constant mode)."""
+"""Concat (each input copied into its slice of the output, unless its producer wrote it there
+in place (see the importer); constants folded), Transpose, and Pad (constant mode)."""
 
 from __future__ import annotations
 
@@ -37,9 +37,16 @@ def concat(context: NodeContext) -> None:
     outer = int(np.prod(output[:along]))
     inner = int(np.prod(output[along + 1 :]))
     operands: list[Operand] = []
+    offsets: list[int] = []
     values = []
+    offset = 0
+    target = context.result()
     for position, shape in enumerate(shapes):
         flat = (outer, shape[along] * inner)
+        offset += flat[1]
+        if context.importer.in_slice(context.input_name(position), context.output_name()):
+            continue  # its producer wrote it into its slice of the output
+        offsets.append(offset - flat[1])
         if context.is_constant(position):
             array = np.ascontiguousarray(context.constant(position).astype(np.float32)).reshape(
                 flat
@@ -48,9 +55,11 @@ def concat(context: NodeContext) -> None:
         else:
             operands.append(memref_of(flat, FLOAT32))
             values.append(context.view(context.value(position), flat))
+    if not operands:
+        return
     flat_output = (outer, output[along] * inner)
-    concatenation(context.module, context.name, operands, memref_of(flat_output, FLOAT32))
-    context.call(values, [context.view(context.result(), flat_output)])
+    concatenation(context.module, context.name, operands, memref_of(flat_output, FLOAT32), offsets)
+    context.call(values, [context.view(target, flat_output)])
 
 
 @operator("Transpose")

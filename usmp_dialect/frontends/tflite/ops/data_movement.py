@@ -74,21 +74,30 @@ def _check_shape(context: OperatorContext, output: Tensor, expected: Sequence[in
 
 def _side_by_side(context: OperatorContext, outer: int, widths: Sequence[int]) -> None:
     """Emits and calls the kernel placing input k (seen as `[outer, widths[k]]`) next to the
-    others along dimension 1 of the output (seen as `[outer, sum(widths)]`)."""
+    others along dimension 1 of the output (seen as `[outer, sum(widths)]`); inputs their
+    producer wrote in place (see the importer) are not copied."""
     output = context.tensor(0, output=True)
     operands: list[Operand] = []
+    offsets: list[int] = []
     values = []
+    target = context.result()
     for position, width in enumerate(widths):
         tensor = context.tensor(position)
+        if context.importer.in_slice(tensor, output):
+            continue  # its producer wrote it into its slice of the output
+        offsets.append(sum(widths[:position]))
         if context.is_constant(position):
             array = context.constant(position).reshape(outer, width)
             operands.append(context.module.constant(f"{context.name}_input{position}", array))
         else:
             operands.append(memref_of((outer, width), tensor.dtype))
             values.append(context.view(context.value(position), (outer, width)))
+    if not operands:
+        return
     total = sum(widths)
-    concatenation(context.module, context.name, operands, memref_of((outer, total), output.dtype))
-    context.call(values, [context.view(context.result(), (outer, total))])
+    output_type = memref_of((outer, total), output.dtype)
+    concatenation(context.module, context.name, operands, output_type, offsets)
+    context.call(values, [context.view(target, (outer, total))])
 
 
 @operator("CONCATENATION")
