@@ -7,7 +7,9 @@ extends xDSL's `memref`, `linalg` and `bufferization` dialects (`extended_memref
 * `memref.global` in its custom syntax (`memref.global "private" constant @w : memref<4xf32> =
   dense<...> {alignment = 64 : i64}`, `= uninitialized`), `memref.copy`, `memref.cast` and
   `memref.extract_aligned_pointer_as_index` in their assembly formats. Printing uses the same
-  syntax, so our output reads back in `mlir-opt`.
+  syntax, so our output reads back in `mlir-opt`. Newer MLIR's (IREE 3.13's `iree-opt`)
+  `alignment = 64` keyword on `memref.global`, `memref.alloc` and `memref.alloca` parses too
+  (printed back in LLVM 22's `{alignment = 64 : i64}`).
 * `linalg.map`, `linalg.reduce` and `linalg.broadcast`, in the long form with an explicit body
   and the short form `linalg.map { arith.addf } ins(...) outs(...)`: they parse into the
   `linalg.generic` they stand for, which xDSL's `convert-linalg-to-loops` lowers.
@@ -36,6 +38,7 @@ from xdsl.dialects.builtin import (
     ArrayAttr,
     DenseArrayBase,
     DenseIntOrFPElementsAttr,
+    IndexType,
     IntegerAttr,
     IntegerType,
     MemRefType,
@@ -74,6 +77,15 @@ IRDLOperationT = TypeVar("IRDLOperationT", bound=IRDLOperation)
 # ---- memref -------------------------------------------------------------------------------
 
 
+def _parse_optional_alignment(parser: Parser) -> IntegerAttr | None:
+    """Newer MLIR's (IREE 3.13's) `alignment = 64` before the attribute dictionary, where
+    LLVM 22 prints `{alignment = 64 : i64}` in it."""
+    if parser.parse_optional_keyword("alignment") is None:
+        return None
+    parser.parse_punctuation("=")
+    return IntegerAttr(parser.parse_integer(allow_boolean=False, allow_negative=False), 64)
+
+
 class GlobalOp(memref.GlobalOp):
     """`memref.global` with upstream's custom syntax:
     `memref.global ("private")? (constant)? @name : type (= dense<...> | = uninitialized)?
@@ -102,8 +114,10 @@ class GlobalOp(memref.GlobalOp):
             initial_value = parser.parse_dense_int_or_fp_elements_attr(
                 TensorType(memref_type.element_type, memref_type.get_shape())
             )
+        alignment = _parse_optional_alignment(parser)
         attributes = parser.parse_optional_attr_dict()
-        alignment = attributes.pop("alignment", None)
+        if "alignment" in attributes:
+            alignment = attributes.pop("alignment")
         op = cls.build(
             properties={
                 "sym_name": sym_name,
@@ -136,6 +150,54 @@ class GlobalOp(memref.GlobalOp):
         if self.alignment is not None:
             extra["alignment"] = self.alignment
         printer.print_op_attributes(extra)
+
+
+def _parse_allocation(cls: type[IRDLOperationT], parser: Parser) -> IRDLOperationT:
+    """`memref.alloc`/`alloca`: `(sizes)([symbols])? (alignment = N)? attr-dict : type`, the
+    alignment either as newer MLIR prints it or in the attribute dictionary (LLVM 22)."""
+    sizes = parser.parse_comma_separated_list(
+        parser.Delimiter.PAREN, parser.parse_unresolved_operand
+    )
+    symbols = (
+        parser.parse_optional_comma_separated_list(
+            parser.Delimiter.SQUARE, parser.parse_unresolved_operand
+        )
+        or []
+    )
+    alignment = _parse_optional_alignment(parser)
+    attributes = parser.parse_optional_attr_dict()
+    if "alignment" in attributes:
+        alignment = attributes.pop("alignment")
+    parser.parse_punctuation(":")
+    result_type = parser.parse_type()
+    index = IndexType()
+    return cls.build(
+        operands=[
+            [parser.resolve_operand(size, index) for size in sizes],
+            [parser.resolve_operand(symbol, index) for symbol in symbols],
+        ],
+        result_types=[result_type],
+        properties={"alignment": alignment},
+        attributes=attributes,
+    )
+
+
+def _with_alignment_keyword(base: type[IRDLOperationT]) -> type[IRDLOperationT]:
+    """A subclass of xDSL's `memref.alloc`/`alloca` that also parses `alignment = N` (printing
+    unchanged: LLVM 22's form)."""
+    return type(
+        base.__name__,
+        (base,),
+        {
+            "parse": classmethod(_parse_allocation),
+            "__doc__": f"`{base.name}` also in newer MLIR's `alignment = N` form.",
+            "__module__": __name__,
+        },
+    )
+
+
+AllocOp = _with_alignment_keyword(memref.AllocOp)
+AllocaOp = _with_alignment_keyword(memref.AllocaOp)
 
 
 def global_op(
@@ -718,9 +780,12 @@ def extended_bufferization() -> Dialect:
 
 
 def extended_memref() -> Dialect:
-    """xDSL's `memref` dialect with upstream's syntax for `global`, `copy`, `cast` and
-    `extract_aligned_pointer_as_index`."""
-    return _extend(memref.MemRef, [GlobalOp, CopyOp, CastOp, ExtractAlignedPointerAsIndexOp])
+    """xDSL's `memref` dialect with upstream's syntax for `global`, `alloc`, `alloca`, `copy`,
+    `cast` and `extract_aligned_pointer_as_index`."""
+    return _extend(
+        memref.MemRef,
+        [GlobalOp, AllocOp, AllocaOp, CopyOp, CastOp, ExtractAlignedPointerAsIndexOp],
+    )
 
 
 def extended_linalg() -> Dialect:
