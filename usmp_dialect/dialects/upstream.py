@@ -16,7 +16,8 @@ extends xDSL's `memref`, `linalg` and `bufferization` dialects (`extended_memref
 * Named ops upstream emits that xDSL lacks or gets wrong: elementwise `linalg.div`, `abs`,
   `negf`, `floor`, `ceil`, `tanh`, `rsqrt`, `erf`, `powf`, `square`; pooling
   `linalg.pooling_{nchw,nhwc}_{max,min,sum}` (xDSL's `pooling_nchw_max` computes
-  max(input, window)); contractions `linalg.batch_matmul`, `matvec`, `vecmat`.
+  max(input, window)); contractions `linalg.batch_matmul`, `matvec`, `vecmat`; depthwise
+  convolutions `linalg.depthwise_conv_2d_nchw_chw` and `_nhwc_hwc` (IREE's ONNX grouped Conv).
 * `bufferization.dealloc`, known only to refuse it with a clear message.
 
 The extended dialects replace xDSL's in the `xdsl.universe` registry (usmp_dialect/universe.py),
@@ -49,6 +50,7 @@ from xdsl.dialects.builtin import (
     i64,
 )
 from xdsl.dialects.linalg.abstract_ops import (
+    ConvOperation,
     ElementwiseOperation,
     LinalgStructuredOperation,
     NamedOperation,
@@ -739,6 +741,42 @@ CONTRACTION_OPS: tuple[type[NamedOperation], ...] = (
 )
 
 
+def _depthwise_conv_op(name: str, layout: str, doc: str) -> type[ConvOperation]:
+    """A named depthwise 2-D convolution, `O[n, c, oh, ow] += I[n, c, oh*s + kh*d, ow*s +
+    kw*d] * K[c, kh, kw]` ("nchw", filter CHW) or its NHWC/HWC form: loops (n, oh, ow, c, kh,
+    kw), the last two reductions, as upstream's."""
+
+    class _Op(ConvOperation):
+        def get_default_indexing_maps(self) -> Sequence[AffineMap]:
+            stride_h, stride_w = self.strides.get_values()
+            dilation_h, dilation_w = self.dilations.get_values()
+            n, oh, ow, c, kh, kw = (AffineDimExpr(d) for d in range(6))
+            row, column = oh * stride_h + kh * dilation_h, ow * stride_w + kw * dilation_w
+            if layout == "nchw":
+                image, kernel, output = (n, c, row, column), (c, kh, kw), (n, c, oh, ow)
+            else:
+                image, kernel, output = (n, row, column, c), (kh, kw, c), (n, oh, ow, c)
+            return (AffineMap(6, 0, image), AffineMap(6, 0, kernel), AffineMap(6, 0, output))
+
+        def get_iterator_types(self) -> ArrayAttr[IteratorTypeAttr]:
+            return ArrayAttr([IteratorTypeAttr.parallel()] * 4 + [IteratorTypeAttr.reduction()] * 2)
+
+    _Op.name = name
+    _Op.__name__ = _Op.__qualname__ = "".join(p.title() for p in name.split(".")[1].split("_"))
+    _Op.__doc__ = doc
+    return irdl_op_definition(_Op)
+
+
+CONV_OPS: tuple[type[ConvOperation], ...] = (
+    _depthwise_conv_op(
+        "linalg.depthwise_conv_2d_nchw_chw", "nchw", "Depthwise 2-D convolution, NCHW, CHW filter."
+    ),
+    _depthwise_conv_op(
+        "linalg.depthwise_conv_2d_nhwc_hwc", "nhwc", "Depthwise 2-D convolution, NHWC, HWC filter."
+    ),
+)
+
+
 # ---- bufferization ---------------------------------------------------------------------------
 
 DEALLOCATION_ADVICE = (
@@ -799,5 +837,6 @@ def extended_linalg() -> Dialect:
             *ELEMENTWISE_OPS,
             *POOLING_OPS,
             *CONTRACTION_OPS,
+            *CONV_OPS,
         ],
     )
