@@ -15,7 +15,7 @@ extends xDSL's `memref`, `linalg` and `bufferization` dialects (`extended_memref
   `linalg.generic` they stand for, which xDSL's `convert-linalg-to-loops` lowers.
 * Named ops upstream emits that xDSL lacks or gets wrong: elementwise `linalg.div`, `abs`,
   `negf`, `floor`, `ceil`, `tanh`, `rsqrt`, `erf`, `powf`, `square`; pooling
-  `linalg.pooling_{nchw,nhwc}_{max,min,sum}` (xDSL's `pooling_nchw_max` computes
+  `linalg.pooling_{nchw,nhwc,ndhwc}_{max,min,sum}` (xDSL's `pooling_nchw_max` computes
   max(input, window)); contractions `linalg.batch_matmul`, `matvec`, `vecmat`; depthwise
   convolutions `linalg.depthwise_conv_2d_nchw_chw` and `_nhwc_hwc` (IREE's ONNX grouped Conv).
 * `bufferization.dealloc`, known only to refuse it with a clear message.
@@ -594,7 +594,8 @@ ELEMENTWISE_OPS: tuple[type[ElementwiseOperation], ...] = (
 
 
 def _pooling_op(name: str, layout: str, combine: _BodyBuilder, doc: str) -> type[PoolingOperation]:
-    """A named pooling op: `O = combine(O, I)` over the window, `layout` "nchw" or "nhwc"."""
+    """A named pooling op: `O = combine(O, I)` over the window, `layout` "nchw", "nhwc" or
+    "ndhwc" (3-D, as IREE lowers ONNX's LRN: a sum over a channel window)."""
 
     class _Op(PoolingOperation):
         @classmethod
@@ -612,6 +613,25 @@ def _pooling_op(name: str, layout: str, combine: _BodyBuilder, doc: str) -> type
             return hidden_region
 
         def get_default_indexing_maps(self) -> Sequence[AffineMap]:
+            if layout == "ndhwc":
+                n, od, oh, ow, c, kd, kh, kw = (AffineDimExpr(d) for d in range(8))
+                window = (
+                    o * stride + k * dilation
+                    for o, k, stride, dilation in zip(
+                        (od, oh, ow),
+                        (kd, kh, kw),
+                        self.strides.get_values(),
+                        self.dilations.get_values(),
+                        strict=True,
+                    )
+                )
+                image = (n, *window, c)
+                output = (n, od, oh, ow, c)
+                return (
+                    AffineMap(8, 0, image),
+                    AffineMap(8, 0, (kd, kh, kw)),
+                    AffineMap(8, 0, output),
+                )
             stride_h, stride_w = self.strides.get_values()
             dilation_h, dilation_w = self.dilations.get_values()
             if layout == "nchw":
@@ -624,6 +644,13 @@ def _pooling_op(name: str, layout: str, combine: _BodyBuilder, doc: str) -> type
                 output = (n, oh, ow, c)
             return (AffineMap(6, 0, image), AffineMap(6, 0, (kh, kw)), AffineMap(6, 0, output))
 
+        def get_iterator_types(self) -> ArrayAttr[IteratorTypeAttr]:
+            window = 3 if layout == "ndhwc" else 2
+            return ArrayAttr(
+                [IteratorTypeAttr.parallel()] * (self.get_num_loops() - window)
+                + [IteratorTypeAttr.reduction()] * window
+            )
+
     _Op.name = name
     _Op.__name__ = _Op.__qualname__ = "".join(p.title() for p in name.split(".")[1].split("_"))
     _Op.__doc__ = doc
@@ -632,7 +659,7 @@ def _pooling_op(name: str, layout: str, combine: _BodyBuilder, doc: str) -> type
 
 POOLING_OPS: tuple[type[PoolingOperation], ...] = tuple(
     _pooling_op(f"linalg.pooling_{layout}_{kind}", layout, combine, f"{kind} pooling, {layout}.")
-    for layout in ("nchw", "nhwc")
+    for layout in ("nchw", "nhwc", "ndhwc")
     for kind, combine in (
         ("max", _float_or_int(arith.MaximumfOp, arith.MaxSIOp)),
         ("min", _float_or_int(arith.MinimumfOp, arith.MinSIOp)),
