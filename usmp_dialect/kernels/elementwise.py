@@ -215,10 +215,12 @@ def binary(
 @dataclass(frozen=True)
 class Quantize:
     """float32 -> int8, `AffineQuantize`: `clamp(round(x / scale) + zero_point)`, halves away
-    from zero. Quotients beyond ±2**30 saturate (TFLite's cast to int32 is undefined there)."""
+    from zero (or to even: ONNX's QuantizeLinear). Quotients beyond ±2**30 saturate (TFLite's
+    cast to int32 is undefined there)."""
 
     scale: float
     zero_point: int
+    ties_to_even: bool = False
 
 
 @dataclass(frozen=True)
@@ -325,7 +327,10 @@ def _unary_element(
         )
 
     def quantize(x: Value) -> Value:
-        rounded = kernel.insert(math.RoundOp(kernel.div(x, arithmetic.scale)))
+        quotient = kernel.div(x, arithmetic.scale)
+        rounded = kernel.insert(
+            math.RoundEvenOp(quotient) if arithmetic.ties_to_even else math.RoundOp(quotient)
+        )
         # NaN compares false: it takes the lower bound, as x86 converts it (to INT32_MIN)
         low = kernel.select(kernel.cmp("gt", rounded, -_QUANTIZE_BOUND), rounded, -_QUANTIZE_BOUND)
         bounded = kernel.select(kernel.cmp("lt", low, _QUANTIZE_BOUND), low, _QUANTIZE_BOUND)

@@ -1,8 +1,19 @@
-"""int8 QDQ models as onnxruntime's `quantize_static` writes them (opset 13, int8 activations
-and weights, per-tensor and per-channel): a squeezenet with seeded random weights, calibrated
-on random inputs, compiled to C and compared with onnxruntime running the same QDQ model:
-within two steps of the output's quantisation. (The operators between a DequantizeLinear
-and a QuantizeLinear compute in float; see docs of `frontends/onnx/ops/quantize.py`.)"""
+"""int8 ONNX models as onnxruntime's `quantize_static` writes them (opset 13, int8 activations
+and weights, per tensor and per channel), in both of its forms: QDQ (QuantizeLinear /
+DequantizeLinear around float operators) and QOperator (QLinearConv, QLinearMatMul and the
+com.microsoft QLinear* operators). Both are lowered to the integer kernels (see
+`frontends/onnx/qdq.py`): the tests check that no float compute is left between the model's
+input QuantizeLinear and its final Softmax, and compare the C's outputs with onnxruntime
+running the same model.
+
+Tolerance, in steps of the compared tensor's quantisation: our kernels requantise every
+accumulator with TFLite's fixed-point multiplier (rounding half away from zero, twice), and
+onnxruntime multiplies it by the float scale and rounds half to even: the two differ by one
+step where a value lies within rounding error of a half, at most one step per layer and rarely.
+A one-step difference in a tensor changes the next layer's accumulator by much less than one
+of its output steps (the layer's scales absorb it), so the differences do not grow along the
+network: 2 steps on the logits and on the probabilities leaves a margin of one over what we
+measure (at most 1 on the squeezenets, see the notes). The argmax must agree."""
 
 from __future__ import annotations
 
@@ -14,20 +25,26 @@ import pytest
 onnx = pytest.importorskip("onnx")
 pytest.importorskip("onnxruntime")
 
-from onnx import numpy_helper, version_converter  # noqa: E402
+from onnx import helper, numpy_helper, version_converter  # noqa: E402
 from onnxruntime.quantization import (  # noqa: E402
     CalibrationDataReader,
     QuantFormat,
     QuantType,
     quantize_static,
 )
+from xdsl.dialects import func  # noqa: E402
 
+from usmp_dialect.frontends.onnx import import_onnx  # noqa: E402
 from usmp_dialect.testing.model_runner import compile_model  # noqa: E402
 from usmp_dialect.testing.onnx_models import (  # noqa: E402
+    graph_model,
     onnxruntime_outputs,
+    weights,
     with_random_weights,
     zoo_path,
 )
+
+STEPS = 2
 
 
 class RandomImages(CalibrationDataReader):
@@ -41,43 +58,162 @@ class RandomImages(CalibrationDataReader):
         return next(self.batches, None)
 
 
-def _output_step(model: onnx.ModelProto) -> float:
-    """The scale of the DequantizeLinear before the graph's output."""
-    constants = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
-    output = model.graph.output[0].name
-    producers = {name: node for node in model.graph.node for name in node.output}
-    node = producers[output]
-    while node.op_type != "DequantizeLinear":
-        node = producers[node.input[0]]
-    return float(constants[node.input[1]].reshape(()))
-
-
-@pytest.mark.parametrize("per_channel", [False, True], ids=["per_tensor", "per_channel"])
-def test_quantized_squeezenet_matches_onnxruntime(per_channel: bool, tmp_path: Path) -> None:
-    path = zoo_path("squeezenet")
-    if not path.exists():
-        pytest.skip(f"{path} is not in this onnx wheel")
-    model = version_converter.convert_version(with_random_weights(onnx.load(path), 0), 13)
-    floating, quantized = tmp_path / "float.onnx", tmp_path / "qdq.onnx"
-    onnx.save(model, floating)
+def _quantize(
+    floating: Path, target: Path, shape: tuple[int, ...], form: str, per_channel: bool
+) -> onnx.ModelProto:
+    graph = onnx.load(floating).graph
+    initializers = {tensor.name for tensor in graph.initializer}
+    name = next(value.name for value in graph.input if value.name not in initializers)
     quantize_static(
         str(floating),
-        str(quantized),
-        RandomImages("data_0", (1, 3, 224, 224)),
-        quant_format=QuantFormat.QDQ,
+        str(target),
+        RandomImages(name, shape),
+        quant_format=QuantFormat.QDQ if form == "qdq" else QuantFormat.QOperator,
         activation_type=QuantType.QInt8,
         weight_type=QuantType.QInt8,
         per_channel=per_channel,
     )
-    qdq = onnx.load(quantized)
-    assert sum(node.op_type == "QuantizeLinear" for node in qdq.graph.node) > 20
-    compiled = compile_model(quantized, tmp_path)
-    x = np.random.default_rng(1).standard_normal((1, 3, 224, 224)).astype(np.float32)
-    (ours,), _ = compiled.run([x])
-    (expected,) = onnxruntime_outputs(quantized.read_bytes(), [x])
-    step = _output_step(qdq)
-    np.testing.assert_allclose(ours.reshape(expected.shape), expected, rtol=0, atol=2 * step)
-    assert ours.argmax() == expected.argmax()
+    return onnx.load(target)
+
+
+def _scales(model: onnx.ModelProto) -> dict[str, float]:
+    """Each int8 tensor's, and each dequantised float tensor's, scale."""
+    constants = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
+    scales = {}
+    for node in model.graph.node:
+        if node.op_type in ("QuantizeLinear", "DequantizeLinear"):
+            scale = float(constants[node.input[1]].reshape(-1)[0])
+            scales[node.output[0]] = scale
+    return scales
+
+
+def _with_output(model: onnx.ModelProto, tensor: str, elem_type: int) -> onnx.ModelProto:
+    """`model` with `tensor` also a graph output."""
+    model = onnx.ModelProto.FromString(model.SerializeToString())
+    model.graph.output.append(helper.make_tensor_value_info(tensor, elem_type, None))
+    return model
+
+
+def _kernels(path: Path) -> list[str]:
+    """The names of the functions `@main` calls (`<op type>_<index>`, minus the index)."""
+    module = import_onnx(path.read_bytes(), str(path))
+    names = [op.sym_name.data for op in module.ops if isinstance(op, func.FuncOp)]
+    return [name.rsplit("_", 1)[0] for name in names if name != "main"]
+
+
+def _compare(path: Path, directory: Path, inputs: list[np.ndarray], steps: list[float]) -> None:
+    compiled = compile_model(path, directory)
+    for x in inputs:
+        ours, _ = compiled.run([x])
+        expected = onnxruntime_outputs(path.read_bytes(), [x])
+        for got, want, step in zip(ours, expected, steps, strict=True):
+            got = got.reshape(want.shape).astype(np.float64)
+            difference = np.abs(got - want.astype(np.float64)) / step
+            assert difference.max() <= STEPS + 1e-3, (path.name, difference.max())
+        assert ours[0].argmax() == expected[0].argmax()
+
+
+SQUEEZENET = [("qdq", False), ("qdq", True), ("qoperator", False)]
+
+
+@pytest.mark.parametrize(
+    ("form", "per_channel"), SQUEEZENET, ids=["qdq_per_tensor", "qdq_per_channel", "qoperator"]
+)
+def test_quantized_squeezenet_matches_onnxruntime(
+    form: str, per_channel: bool, tmp_path: Path
+) -> None:
+    """The probabilities and the logits (the int8 or dequantised input of the final Softmax)
+    within `STEPS` steps; every convolution, pool and concatenation integer."""
+    path = zoo_path("squeezenet")
+    if not path.exists():
+        pytest.skip(f"{path} is not in this onnx wheel")
+    model = version_converter.convert_version(with_random_weights(onnx.load(path), 0), 13)
+    floating, quantized = tmp_path / "float.onnx", tmp_path / "quantized.onnx"
+    onnx.save(model, floating)
+    written = _quantize(floating, quantized, (1, 3, 224, 224), form, per_channel)
+    softmax = next(n for n in written.graph.node if n.op_type in ("Softmax", "QLinearSoftmax"))
+    scales = _scales(written)
+    logits = softmax.input[0]
+    probabilities = written.graph.output[0].name
+    elem_type = onnx.TensorProto.FLOAT
+    if softmax.op_type == "QLinearSoftmax":  # it reads an int8 tensor: steps are units
+        scales[logits], elem_type = 1.0, onnx.TensorProto.INT8
+    model = _with_output(written, logits, elem_type)
+    onnx.save(model, quantized)
+    kernels = _kernels(quantized)
+    assert kernels.count("qlinearconv") == 26
+    assert kernels.count("qlinearconcat") == 8
+    assert kernels.count("maxpool") == 3
+    assert kernels.count("qlinearglobalaveragepool") == 1
+    # float only at the ends: the input's Quantize, the Softmax and its Q/DQ, the outputs' DQ
+    assert kernels.count("dequantizelinear") <= 3
+    assert kernels.count("quantizelinear") <= 2
+    rng = np.random.default_rng(1)
+    inputs = [rng.standard_normal((1, 3, 224, 224)).astype(np.float32) for _ in range(2)]
+    _compare(quantized, tmp_path, inputs, [scales[probabilities], scales[logits]])
+
+
+def _small_float_model() -> bytes:
+    """Conv+Relu, a grouped Conv, Add, Relu, MaxPool, AveragePool, a 1x1 Conv, Concat,
+    GlobalAveragePool, Flatten, Gemm and MatMul."""
+    node = helper.make_node
+    return graph_model(
+        [
+            node("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1]),
+            node("Relu", ["c1"], ["a"]),
+            node("Conv", ["a", "w2", "b2"], ["b"], pads=[1, 1, 1, 1], group=2),
+            node("Add", ["a", "b"], ["s"]),
+            node("Relu", ["s"], ["r"]),
+            node("MaxPool", ["r"], ["m"], kernel_shape=[2, 2], strides=[2, 2]),
+            node("AveragePool", ["m"], ["p"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+            node("Conv", ["m", "w3", "b3"], ["f"]),
+            node("Concat", ["p", "f"], ["g"], axis=1),
+            node("GlobalAveragePool", ["g"], ["h"]),
+            node("Flatten", ["h"], ["h2"]),
+            node("Gemm", ["h2", "w4", "b4"], ["i"], transB=1),
+            node("MatMul", ["i", "w5"], ["y"]),
+        ],
+        [("x", (1, 3, 16, 16))],
+        [("y", (1, 6))],
+        {
+            "w1": weights(1, 8, 3, 3, 3) * 0.3,
+            "b1": weights(2, 8) * 0.1,
+            "w2": weights(3, 8, 4, 3, 3) * 0.2,
+            "b2": weights(4, 8) * 0.1,
+            "w3": weights(5, 4, 8, 1, 1) * 0.4,
+            "b3": weights(6, 4) * 0.1,
+            "w4": weights(7, 10, 12) * 0.3,
+            "b4": weights(8, 10) * 0.1,
+            "w5": weights(9, 10, 6) * 0.3,
+        },
+    )
+
+
+@pytest.mark.parametrize(
+    ("form", "per_channel"),
+    [("qdq", False), ("qdq", True), ("qoperator", False), ("qoperator", True)],
+    ids=["qdq_per_tensor", "qdq_per_channel", "qoperator_per_tensor", "qoperator_per_channel"],
+)
+def test_quantized_operators_match_onnxruntime(
+    form: str, per_channel: bool, tmp_path: Path
+) -> None:
+    """Every operator the QDQ matcher and the QOperator handlers know, on one small model:
+    the output within `STEPS` steps of onnxruntime's on four random inputs."""
+    floating, quantized = tmp_path / "float.onnx", tmp_path / "quantized.onnx"
+    floating.write_bytes(_small_float_model())
+    written = _quantize(floating, quantized, (1, 3, 16, 16), form, per_channel)
+    kernels = _kernels(quantized)
+    for kernel in ("qlinearconv", "qlinearadd", "maxpool", "qlinearconcat"):
+        assert kernel in kernels, kernels
+    for kernel in ("qlinearglobalaveragepool", "qgemm", "qlinearmatmul"):
+        assert kernel in kernels, kernels
+    assert not {"conv", "add", "gemm", "matmul", "concat"} & set(kernels)
+    # QDQ: the AveragePool keeps its input's quantisation (int8 average); QOperator gives it
+    # its own, and QLinearAveragePool of two quantisations is lowered as DQ, float, Q
+    assert ("qlinearaveragepool" if form == "qdq" else "averagepool") in kernels
+    rng = np.random.default_rng(3)
+    inputs = [rng.standard_normal((1, 3, 16, 16)).astype(np.float32) for _ in range(4)]
+    _compare(quantized, tmp_path, inputs, [_scales(written)[written.graph.output[0].name]])
 
 
 def test_uint8_quantisation_is_refused(tmp_path: Path) -> None:
@@ -85,7 +221,7 @@ def test_uint8_quantisation_is_refused(tmp_path: Path) -> None:
     import subprocess
     import sys
 
-    from onnx import TensorProto, helper
+    from onnx import TensorProto
 
     graph = helper.make_graph(
         [

@@ -31,6 +31,7 @@ from xdsl.dialects.builtin import MemRefType, ModuleOp, StringAttr
 from xdsl.ir import SSAValue
 
 from usmp_dialect.frontends.errors import ModelImportError
+from usmp_dialect.frontends.onnx.qdq import fuse_qdq
 from usmp_dialect.frontends.onnx.reader import Graph, Node, TensorInfo, read_graph
 from usmp_dialect.kernels.builder import KernelBuilder, finish, function
 from usmp_dialect.kernels.module import (
@@ -186,17 +187,29 @@ class NodeContext:
 
 Handler = Callable[[NodeContext], None]
 OPERATORS: dict[str, Handler] = {}
+MICROSOFT = "com.microsoft"
+MICROSOFT_OPERATORS: dict[str, Handler] = {}  # onnxruntime's contrib operators
 
 
-def operator(*op_types: str) -> Callable[[Handler], Handler]:
-    """Registers a handler for the ONNX operators `op_types` (default domain)."""
+def operator(*op_types: str, domain: str = "") -> Callable[[Handler], Handler]:
+    """Registers a handler for the ONNX operators `op_types` of the default domain (or of
+    onnxruntime's `com.microsoft`)."""
+    table = MICROSOFT_OPERATORS if domain == MICROSOFT else OPERATORS
 
     def register(handler: Handler) -> Handler:
         for op_type in op_types:
-            OPERATORS[op_type] = handler
+            table[op_type] = handler
         return handler
 
     return register
+
+
+def handler_of(node: Node) -> Handler | None:
+    if node.domain in ("", "ai.onnx"):
+        return OPERATORS.get(node.op_type)
+    if node.domain == MICROSOFT:
+        return MICROSOFT_OPERATORS.get(node.op_type)
+    return None
 
 
 class OnnxImporter:
@@ -348,7 +361,7 @@ class OnnxImporter:
     def run(self) -> ModuleOp:
         graph = self.graph
         for node in graph.nodes:
-            if node.domain not in ("", "ai.onnx") or node.op_type not in OPERATORS:
+            if handler_of(node) is None:
                 domain = f" of domain '{node.domain}'" if node.domain not in ("", "ai.onnx") else ""
                 raise ModelImportError(
                     f"{graph.path}: {node.describe()}: unsupported operator {node.op_type}{domain}"
@@ -356,7 +369,9 @@ class OnnxImporter:
         entry = self._entry()
         for node in graph.nodes:
             if node.index not in self.fused:
-                OPERATORS[node.op_type](NodeContext(self, node))
+                handler = handler_of(node)
+                assert handler is not None
+                handler(NodeContext(self, node))
         for tensor in graph.outputs:
             argument = self._arguments[tensor]
             if tensor in self.values and self.values[tensor] is argument:
@@ -376,7 +391,7 @@ def import_onnx(data: bytes, path: str) -> ModuleOp:
     """The module of the `.onnx` model in `data` (SPEC §9)."""
     from usmp_dialect.frontends.onnx import ops  # noqa: F401  (registers the handlers)
 
-    return OnnxImporter(read_graph(data, path)).run()
+    return OnnxImporter(fuse_qdq(read_graph(data, path))).run()
 
 
-__all__ = ["OPERATORS", "NodeContext", "import_onnx", "operator"]
+__all__ = ["MICROSOFT_OPERATORS", "OPERATORS", "NodeContext", "import_onnx", "operator"]

@@ -46,10 +46,12 @@ class Node:
     inputs: tuple[str, ...]  # "" for an omitted optional input
     outputs: tuple[str, ...]
     attributes: dict[str, Any]
+    # the op type in the file when the node stands for a QDQ group (`onnx/qdq.py`)
+    origin: str | None = None
 
     def describe(self) -> str:
         named = f" '{self.name}'" if self.name else ""
-        return f"{self.op_type} node{named} (node {self.index})"
+        return f"{self.origin or self.op_type} node{named} (node {self.index})"
 
 
 @dataclass(frozen=True, eq=False)
@@ -182,6 +184,90 @@ def _fold_shape_subgraphs(model: Any) -> Any:
     return model
 
 
+# onnxruntime's contrib operators (domain com.microsoft) that ONNX shape inference does not
+# know: the standard operator computing the same output shape, and the inputs it reads
+_STAND_INS = {
+    "QLinearAdd": ("Add", (0, 3)),
+    "QLinearMul": ("Mul", (0, 3)),
+    "QLinearGlobalAveragePool": ("GlobalAveragePool", (0,)),
+    "QLinearAveragePool": ("AveragePool", (0,)),
+    "QLinearSoftmax": ("Identity", (0,)),
+    "QLinearSigmoid": ("Identity", (0,)),
+    "QLinearLeakyRelu": ("Identity", (0,)),
+    "QGemm": ("Gemm", (0, 3)),
+    "QLinearConcat": ("Concat", ()),  # inputs 2, 5, 8, ...
+}
+_OUTPUT_ZERO_POINT = {"QLinearAdd": 7, "QLinearMul": 7, "QGemm": 8, "QLinearConcat": 1}
+
+
+def _contrib_shapes(model: Any) -> bool:
+    """Adds `value_info` for the outputs of the contrib operators in `_STAND_INS` whose
+    inputs have static shapes (from a one-node model of the stand-in); True if it added any."""
+    known: dict[str, tuple[int, tuple[int, ...]]] = {}
+    inferred = onnx.shape_inference.infer_shapes(model)
+    for value in (*inferred.graph.value_info, *inferred.graph.input, *inferred.graph.output):
+        info = _info(value)
+        if info.shape is not None and value.type.tensor_type.elem_type:
+            known[value.name] = (value.type.tensor_type.elem_type, info.shape)
+    initializers = {tensor.name: tensor for tensor in model.graph.initializer}
+    for tensor in initializers.values():
+        known[tensor.name] = (tensor.data_type, tuple(int(d) for d in tensor.dims))
+    opset = next(e.version for e in model.opset_import if e.domain in ("", "ai.onnx"))
+    added = False
+    for node in model.graph.node:
+        if node.domain != "com.microsoft" or node.op_type not in _STAND_INS:
+            continue
+        if not node.output or node.output[0] in known:
+            continue
+        stand_in, positions = _STAND_INS[node.op_type]
+        if node.op_type == "QLinearConcat":
+            positions = tuple(range(2, len(node.input), 3))
+        names = [node.input[p] for p in positions if p < len(node.input)]
+        if not names or any(name not in known for name in names):
+            continue
+        attributes = {
+            a.name: onnx.helper.get_attribute_value(a)
+            for a in node.attribute
+            if a.name not in ("channels_last", "opset", "alpha", "beta")
+        }
+        if any(a.name == "channels_last" and a.i for a in node.attribute):
+            continue
+        inputs = [
+            onnx.helper.make_tensor_value_info(f"i{k}", onnx.TensorProto.FLOAT, known[n][1])
+            for k, n in enumerate(names)
+        ]
+        single = onnx.helper.make_model(
+            onnx.helper.make_graph(
+                [
+                    onnx.helper.make_node(
+                        stand_in, [f"i{k}" for k in range(len(names))], ["o"], **attributes
+                    )
+                ],
+                "stand_in",
+                inputs,
+                [onnx.helper.make_empty_tensor_value_info("o")],
+            ),
+            opset_imports=[onnx.helper.make_opsetid("", opset)],
+        )
+        try:
+            output = onnx.shape_inference.infer_shapes(single, strict_mode=True).graph.output[0]
+        except Exception:  # the importer reports the node's problem
+            continue
+        shape = _info(output).shape
+        if shape is None:
+            continue
+        zero_point = _OUTPUT_ZERO_POINT.get(node.op_type, 4)
+        elem_type = known[names[0]][0]
+        if zero_point < len(node.input) and node.input[zero_point] in known:
+            elem_type = known[node.input[zero_point]][0]
+        model.graph.value_info.append(
+            onnx.helper.make_tensor_value_info(node.output[0], elem_type, shape)
+        )
+        known[node.output[0]] = (elem_type, shape)
+        added = True
+    return added
+
+
 def read_graph(data: bytes, path: str) -> Graph:
     try:
         model = onnx.load_model_from_string(data)
@@ -202,7 +288,14 @@ def read_graph(data: bytes, path: str) -> Graph:
     # are not (version converters write such models): read them as IR 4 does.
     model.ir_version = max(model.ir_version, 4)
     try:
+        contrib = any(node.domain == "com.microsoft" for node in model.graph.node)
+        for _ in range(len(model.graph.node) if contrib else 0):
+            if not _contrib_shapes(model):
+                break
         model = _fold_shape_subgraphs(model)
+        for _ in range(len(model.graph.node) if contrib else 0):
+            if not _contrib_shapes(model):
+                break
         inferred = onnx.shape_inference.infer_shapes(model, data_prop=True)
     except Exception as error:
         message = str(error).strip().splitlines()[0] if str(error).strip() else type(error)

@@ -6,8 +6,18 @@ from usmp_dialect.frontends.onnx.ops import (
     elementwise,
     normalization,
     pooling,
+    qlinear,
     quantize,
     shape,
 )
 
-__all__ = ["conv", "data_movement", "elementwise", "normalization", "pooling", "quantize", "shape"]
+__all__ = [
+    "conv",
+    "data_movement",
+    "elementwise",
+    "normalization",
+    "pooling",
+    "qlinear",
+    "quantize",
+    "shape",
+]

@@ -1,28 +1,46 @@
 """MaxPool, AveragePool (count_include_pad, ceil_mode) and GlobalAveragePool/GlobalMaxPool on
-NCHW float tensors."""
+NCHW float tensors; MaxPool and GlobalMaxPool on int8 tensors too, and onnxruntime's
+QLinearAveragePool of equal input and output quantisations (TFLite's int8 average: rounded half
+away from zero)."""
 
 from __future__ import annotations
 
-from usmp_dialect.frontends.onnx.importer import NodeContext, operator
+import numpy as np
+
+from usmp_dialect.frontends.onnx.importer import MICROSOFT, NodeContext, operator
 from usmp_dialect.frontends.onnx.ops.common import FLOAT32, require_float, spatial_window
+from usmp_dialect.frontends.onnx.ops.qlinear import per_tensor, require_int8
 from usmp_dialect.kernels.conv import Window
 from usmp_dialect.kernels.module import memref_of
 from usmp_dialect.kernels.pooling import Pool, pool2d
 
+INT8 = np.dtype(np.int8)
+
+
+def _integer(context: NodeContext) -> bool:
+    """int8 pooling: QLinearAveragePool, or a MaxPool/GlobalMaxPool of an int8 tensor."""
+    if context.node.op_type == "QLinearAveragePool":
+        return True
+    return context.node.op_type in ("MaxPool", "GlobalMaxPool") and context.dtype(0) == INT8
+
 
 def _emit(context: NodeContext, pool: Pool) -> None:
+    dtype = INT8 if _integer(context) else FLOAT32
     pool2d(
         context.module,
         context.name,
-        memref_of(context.shape(0), FLOAT32),
-        memref_of(context.output_shape(), FLOAT32),
+        memref_of(context.shape(0), dtype),
+        memref_of(context.output_shape(), dtype),
         pool,
     )
     context.call([context.value(0)], [context.result()])
 
 
 def _source(context: NodeContext) -> tuple[int, ...]:
-    require_float(context, 0)
+    if _integer(context):
+        require_int8(context, 0)
+    else:
+        require_float(context, 0)
     source, output = context.shape(0), context.output_shape()
     if len(source) != 4:
         raise context.fail(f"input shape {list(source)}: only 2-D pooling (NCHW) is supported")
@@ -32,8 +50,14 @@ def _source(context: NodeContext) -> tuple[int, ...]:
 
 
 @operator("MaxPool", "AveragePool")
+@operator("QLinearAveragePool", domain=MICROSOFT)
 def pool(context: NodeContext) -> None:
     source = _source(context)
+    if context.node.op_type == "QLinearAveragePool":
+        if context.attr("channels_last", 0):
+            raise context.fail("channels_last is not supported")
+        if per_tensor(context, 1, 2, "input 0") != per_tensor(context, 3, 4, "the output"):
+            raise context.fail("the input and output quantisations differ")  # qdq.py expands it
     maximum = context.node.op_type == "MaxPool"
     if maximum and len(context.node.outputs) > 1 and context.used(context.node.outputs[1]):
         raise context.fail("the Indices output is not supported")
@@ -56,7 +80,7 @@ def pool(context: NodeContext) -> None:
     padded = None
     if not maximum and context.attr("count_include_pad", 0):
         padded = (source[2] + after[0], source[3] + after[1])
-    low, high = float("-inf"), float("inf")
+    low, high = (-128.0, 127.0) if _integer(context) else (float("-inf"), float("inf"))
     _emit(
         context,
         Pool(
@@ -78,5 +102,5 @@ def global_pool(context: NodeContext) -> None:
         raise context.fail(f"the output shape {list(context.output_shape())} is not [N, C, 1, 1]")
     kind = "max" if context.node.op_type == "GlobalMaxPool" else "average"
     window = Window((1, 1), (1, 1), (0, 0))
-    infinite = float("inf")
-    _emit(context, Pool(kind, (source[2], source[3]), window, -infinite, infinite, layout="NCHW"))
+    low, high = (-128.0, 127.0) if _integer(context) else (float("-inf"), float("inf"))
+    _emit(context, Pool(kind, (source[2], source[3]), window, low, high, layout="NCHW"))

@@ -76,7 +76,10 @@ def quantize_linear(context: NodeContext) -> None:
         raise context.fail(f"input is {context.dtype(0).name}; only float32 is supported")
     if scale.size != 1:
         raise context.fail("per-axis quantisation of an activation is not supported")
-    _elementwise(context, Quantize(float(scale.reshape(())), int(zero_point.reshape(()))))
+    _elementwise(
+        context,
+        Quantize(float(scale.reshape(())), int(zero_point.reshape(())), ties_to_even=True),
+    )
 
 
 @operator("DequantizeLinear")
