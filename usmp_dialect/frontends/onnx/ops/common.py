@@ -126,3 +126,25 @@ def fused_activation(context: NodeContext, tensor: str) -> tuple[FloatActivation
         return NO_ACTIVATION, tensor
     context.fuse(reader)
     return activation_of(reader_context), reader.outputs[0]
+
+
+def check_concatenation(
+    context: NodeContext,
+    shapes: Sequence[tuple[int, ...]],
+    output: tuple[int, ...],
+    along: int,
+) -> None:
+    """Fails unless `shapes` agree with `output` off `along` and add up to it along `along`."""
+    fits = all(
+        len(shape) == len(output)
+        and all(
+            size == out
+            for dim, (size, out) in enumerate(zip(shape, output, strict=True))
+            if dim != along
+        )
+        for shape in shapes
+    )
+    if not fits or sum(shape[along] for shape in shapes) != output[along]:
+        raise context.fail(
+            f"input shapes {[list(s) for s in shapes]} do not concatenate to {list(output)}"
+        )

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from usmp_dialect.frontends.onnx.importer import NodeContext, operator
-from usmp_dialect.frontends.onnx.ops.common import FLOAT32, axis, require_float
+from usmp_dialect.frontends.onnx.ops.common import FLOAT32, axis, check_concatenation, require_float
 from usmp_dialect.kernels.data_movement import Operand, concatenation, pad, transpose
 from usmp_dialect.kernels.module import memref_of
 
@@ -21,19 +21,7 @@ def concat(context: NodeContext) -> None:
         return
     require_float(context, *range(count))
     output = context.output_shape()
-    for shape in shapes:
-        if len(shape) != len(output) or any(
-            size != out
-            for dim, (size, out) in enumerate(zip(shape, output, strict=True))
-            if dim != along
-        ):
-            raise context.fail(
-                f"input shapes {[list(s) for s in shapes]} do not concatenate to {list(output)}"
-            )
-    if sum(shape[along] for shape in shapes) != output[along]:
-        raise context.fail(
-            f"input shapes {[list(s) for s in shapes]} do not concatenate to {list(output)}"
-        )
+    check_concatenation(context, shapes, output, along)
     outer = int(np.prod(output[:along]))
     inner = int(np.prod(output[along + 1 :]))
     operands: list[Operand] = []

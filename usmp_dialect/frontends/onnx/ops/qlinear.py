@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from usmp_dialect.frontends.onnx.importer import MICROSOFT, NodeContext, operator
-from usmp_dialect.frontends.onnx.ops.common import axis, spatial_window
+from usmp_dialect.frontends.onnx.ops.common import axis, check_concatenation, spatial_window
 from usmp_dialect.frontends.onnx.qdq import ACTIVATION
 from usmp_dialect.kernels.conv import QuantizedConv, conv2d_nchw
 from usmp_dialect.kernels.elementwise import Operand, QuantizedAdd, binary, broadcast_shapes
@@ -361,19 +361,7 @@ def qlinear_concat(context: NodeContext) -> None:
     shapes = [context.shape(position) for position in positions]
     output = context.output_shape()
     along = axis(context, int(context.attr("axis", 0)), len(output))
-    for shape in shapes:
-        if len(shape) != len(output) or any(
-            size != out
-            for dim, (size, out) in enumerate(zip(shape, output, strict=True))
-            if dim != along
-        ):
-            raise context.fail(
-                f"input shapes {[list(s) for s in shapes]} do not concatenate to {list(output)}"
-            )
-    if sum(shape[along] for shape in shapes) != output[along]:
-        raise context.fail(
-            f"input shapes {[list(s) for s in shapes]} do not concatenate to {list(output)}"
-        )
+    check_concatenation(context, shapes, output, along)
     outer = int(np.prod(output[:along]))
     inner = int(np.prod(output[along + 1 :]))
     inputs, values = [], []
