@@ -1,7 +1,7 @@
 // Programs the liveness analysis rejects, each with a diagnostic on the op at fault.
 // RUN: usmp-opt %s --split-input-file --verify-diagnostics -p usmp-extract-buffer-info | filecheck %s
 
-// CHECK: entry function @main does not exist (option entry=NAME)
+// CHECK: entry function @main does not exist (option entry=NAME; public functions: @not_main)
 func.func @not_main() {
   func.return
 }

@@ -52,7 +52,7 @@ func.func @main() {
 // -----
 
 // The entry function must exist.
-// CHECK: entry function @main does not exist (option entry=NAME)
+// CHECK: entry function @main does not exist (option entry=NAME; public functions: @start)
 func.func @start() {
   func.return
 }

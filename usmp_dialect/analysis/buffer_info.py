@@ -153,6 +153,22 @@ def module_functions(module: ModuleOp) -> dict[str, func.FuncOp]:
     return {op.sym_name.data: op for op in module.ops if isinstance(op, func.FuncOp)}
 
 
+def missing_entry_message(entry: str, functions: dict[str, func.FuncOp]) -> str:
+    """The error for an entry function that is not there, naming the public functions the
+    module defines (IREE names its entry after the ONNX graph, e.g. @main_graph)."""
+    public = [
+        f"@{name}"
+        for name, function in functions.items()
+        if not function.is_declaration
+        and (function.sym_visibility is None or function.sym_visibility.data == "public")
+    ]
+    message = f"entry function @{entry} does not exist (option entry=NAME"
+    if public:
+        shown = ", ".join(public[:4]) + (", ..." if len(public) > 4 else "")
+        message += f"; public functions: {shown}"
+    return message + ")"
+
+
 def function_of(op: Operation) -> func.FuncOp | None:
     parent = op.parent_op()
     while parent is not None and not isinstance(parent, func.FuncOp):
@@ -353,10 +369,11 @@ def extract_buffer_info(module: ModuleOp, entry: str = "main") -> BufferAnalysis
     """The buffers reachable from `entry` with their live intervals (see the module doc)."""
     walker = _Walker(module, entry)
     entry_function = walker.functions.get(entry)
-    if entry_function is None or entry_function.is_declaration:
-        what = "has no body" if entry_function is not None else "does not exist"
+    if entry_function is None:
+        raise AnalysisError(module, missing_entry_message(entry, walker.functions))
+    if entry_function.is_declaration:
         raise AnalysisError(
-            entry_function or module, f"entry function @{entry} {what} (option entry=NAME)"
+            entry_function, f"entry function @{entry} has no body (option entry=NAME)"
         )
     # The walk recurses once per call level and region level: allow deep call graphs.
     recursion_limit = sys.getrecursionlimit()

@@ -7,14 +7,17 @@ extends xDSL's `memref`, `linalg` and `bufferization` dialects (`extended_memref
 * `memref.global` in its custom syntax (`memref.global "private" constant @w : memref<4xf32> =
   dense<...> {alignment = 64 : i64}`, `= uninitialized`), `memref.copy`, `memref.cast` and
   `memref.extract_aligned_pointer_as_index` in their assembly formats. Printing uses the same
-  syntax, so our output reads back in `mlir-opt`.
+  syntax, so our output reads back in `mlir-opt`. Newer MLIR's (IREE 3.13's `iree-opt`)
+  `alignment = 64` keyword on `memref.global`, `memref.alloc` and `memref.alloca` parses too
+  (printed back in LLVM 22's `{alignment = 64 : i64}`).
 * `linalg.map`, `linalg.reduce` and `linalg.broadcast`, in the long form with an explicit body
   and the short form `linalg.map { arith.addf } ins(...) outs(...)`: they parse into the
   `linalg.generic` they stand for, which xDSL's `convert-linalg-to-loops` lowers.
 * Named ops upstream emits that xDSL lacks or gets wrong: elementwise `linalg.div`, `abs`,
   `negf`, `floor`, `ceil`, `tanh`, `rsqrt`, `erf`, `powf`, `square`; pooling
-  `linalg.pooling_{nchw,nhwc}_{max,min,sum}` (xDSL's `pooling_nchw_max` computes
-  max(input, window)); contractions `linalg.batch_matmul`, `matvec`, `vecmat`.
+  `linalg.pooling_{nchw,nhwc,ndhwc}_{max,min,sum}` (xDSL's `pooling_nchw_max` computes
+  max(input, window)); contractions `linalg.batch_matmul`, `matvec`, `vecmat`; depthwise
+  convolutions `linalg.depthwise_conv_2d_nchw_chw` and `_nhwc_hwc` (IREE's ONNX grouped Conv).
 * `bufferization.dealloc`, known only to refuse it with a clear message.
 
 The extended dialects replace xDSL's in the `xdsl.universe` registry (usmp_dialect/universe.py),
@@ -36,6 +39,7 @@ from xdsl.dialects.builtin import (
     ArrayAttr,
     DenseArrayBase,
     DenseIntOrFPElementsAttr,
+    IndexType,
     IntegerAttr,
     IntegerType,
     MemRefType,
@@ -46,6 +50,7 @@ from xdsl.dialects.builtin import (
     i64,
 )
 from xdsl.dialects.linalg.abstract_ops import (
+    ConvOperation,
     ElementwiseOperation,
     LinalgStructuredOperation,
     NamedOperation,
@@ -72,6 +77,15 @@ from xdsl.utils.exceptions import VerifyException
 IRDLOperationT = TypeVar("IRDLOperationT", bound=IRDLOperation)
 
 # ---- memref -------------------------------------------------------------------------------
+
+
+def _parse_optional_alignment(parser: Parser) -> IntegerAttr | None:
+    """Newer MLIR's (IREE 3.13's) `alignment = 64` before the attribute dictionary, where
+    LLVM 22 prints `{alignment = 64 : i64}` in it."""
+    if parser.parse_optional_keyword("alignment") is None:
+        return None
+    parser.parse_punctuation("=")
+    return IntegerAttr(parser.parse_integer(allow_boolean=False, allow_negative=False), 64)
 
 
 class GlobalOp(memref.GlobalOp):
@@ -102,8 +116,10 @@ class GlobalOp(memref.GlobalOp):
             initial_value = parser.parse_dense_int_or_fp_elements_attr(
                 TensorType(memref_type.element_type, memref_type.get_shape())
             )
+        alignment = _parse_optional_alignment(parser)
         attributes = parser.parse_optional_attr_dict()
-        alignment = attributes.pop("alignment", None)
+        if "alignment" in attributes:
+            alignment = attributes.pop("alignment")
         op = cls.build(
             properties={
                 "sym_name": sym_name,
@@ -136,6 +152,54 @@ class GlobalOp(memref.GlobalOp):
         if self.alignment is not None:
             extra["alignment"] = self.alignment
         printer.print_op_attributes(extra)
+
+
+def _parse_allocation(cls: type[IRDLOperationT], parser: Parser) -> IRDLOperationT:
+    """`memref.alloc`/`alloca`: `(sizes)([symbols])? (alignment = N)? attr-dict : type`, the
+    alignment either as newer MLIR prints it or in the attribute dictionary (LLVM 22)."""
+    sizes = parser.parse_comma_separated_list(
+        parser.Delimiter.PAREN, parser.parse_unresolved_operand
+    )
+    symbols = (
+        parser.parse_optional_comma_separated_list(
+            parser.Delimiter.SQUARE, parser.parse_unresolved_operand
+        )
+        or []
+    )
+    alignment = _parse_optional_alignment(parser)
+    attributes = parser.parse_optional_attr_dict()
+    if "alignment" in attributes:
+        alignment = attributes.pop("alignment")
+    parser.parse_punctuation(":")
+    result_type = parser.parse_type()
+    index = IndexType()
+    return cls.build(
+        operands=[
+            [parser.resolve_operand(size, index) for size in sizes],
+            [parser.resolve_operand(symbol, index) for symbol in symbols],
+        ],
+        result_types=[result_type],
+        properties={"alignment": alignment},
+        attributes=attributes,
+    )
+
+
+def _with_alignment_keyword(base: type[IRDLOperationT]) -> type[IRDLOperationT]:
+    """A subclass of xDSL's `memref.alloc`/`alloca` that also parses `alignment = N` (printing
+    unchanged: LLVM 22's form)."""
+    return type(
+        base.__name__,
+        (base,),
+        {
+            "parse": classmethod(_parse_allocation),
+            "__doc__": f"`{base.name}` also in newer MLIR's `alignment = N` form.",
+            "__module__": __name__,
+        },
+    )
+
+
+AllocOp = _with_alignment_keyword(memref.AllocOp)
+AllocaOp = _with_alignment_keyword(memref.AllocaOp)
 
 
 def global_op(
@@ -530,7 +594,8 @@ ELEMENTWISE_OPS: tuple[type[ElementwiseOperation], ...] = (
 
 
 def _pooling_op(name: str, layout: str, combine: _BodyBuilder, doc: str) -> type[PoolingOperation]:
-    """A named pooling op: `O = combine(O, I)` over the window, `layout` "nchw" or "nhwc"."""
+    """A named pooling op: `O = combine(O, I)` over the window, `layout` "nchw", "nhwc" or
+    "ndhwc" (3-D, as IREE lowers ONNX's LRN: a sum over a channel window)."""
 
     class _Op(PoolingOperation):
         @classmethod
@@ -548,6 +613,25 @@ def _pooling_op(name: str, layout: str, combine: _BodyBuilder, doc: str) -> type
             return hidden_region
 
         def get_default_indexing_maps(self) -> Sequence[AffineMap]:
+            if layout == "ndhwc":
+                n, od, oh, ow, c, kd, kh, kw = (AffineDimExpr(d) for d in range(8))
+                window = (
+                    o * stride + k * dilation
+                    for o, k, stride, dilation in zip(
+                        (od, oh, ow),
+                        (kd, kh, kw),
+                        self.strides.get_values(),
+                        self.dilations.get_values(),
+                        strict=True,
+                    )
+                )
+                image = (n, *window, c)
+                output = (n, od, oh, ow, c)
+                return (
+                    AffineMap(8, 0, image),
+                    AffineMap(8, 0, (kd, kh, kw)),
+                    AffineMap(8, 0, output),
+                )
             stride_h, stride_w = self.strides.get_values()
             dilation_h, dilation_w = self.dilations.get_values()
             if layout == "nchw":
@@ -560,6 +644,13 @@ def _pooling_op(name: str, layout: str, combine: _BodyBuilder, doc: str) -> type
                 output = (n, oh, ow, c)
             return (AffineMap(6, 0, image), AffineMap(6, 0, (kh, kw)), AffineMap(6, 0, output))
 
+        def get_iterator_types(self) -> ArrayAttr[IteratorTypeAttr]:
+            window = 3 if layout == "ndhwc" else 2
+            return ArrayAttr(
+                [IteratorTypeAttr.parallel()] * (self.get_num_loops() - window)
+                + [IteratorTypeAttr.reduction()] * window
+            )
+
     _Op.name = name
     _Op.__name__ = _Op.__qualname__ = "".join(p.title() for p in name.split(".")[1].split("_"))
     _Op.__doc__ = doc
@@ -568,7 +659,7 @@ def _pooling_op(name: str, layout: str, combine: _BodyBuilder, doc: str) -> type
 
 POOLING_OPS: tuple[type[PoolingOperation], ...] = tuple(
     _pooling_op(f"linalg.pooling_{layout}_{kind}", layout, combine, f"{kind} pooling, {layout}.")
-    for layout in ("nchw", "nhwc")
+    for layout in ("nchw", "nhwc", "ndhwc")
     for kind, combine in (
         ("max", _float_or_int(arith.MaximumfOp, arith.MaxSIOp)),
         ("min", _float_or_int(arith.MinimumfOp, arith.MinSIOp)),
@@ -677,6 +768,42 @@ CONTRACTION_OPS: tuple[type[NamedOperation], ...] = (
 )
 
 
+def _depthwise_conv_op(name: str, layout: str, doc: str) -> type[ConvOperation]:
+    """A named depthwise 2-D convolution, `O[n, c, oh, ow] += I[n, c, oh*s + kh*d, ow*s +
+    kw*d] * K[c, kh, kw]` ("nchw", filter CHW) or its NHWC/HWC form: loops (n, oh, ow, c, kh,
+    kw), the last two reductions, as upstream's."""
+
+    class _Op(ConvOperation):
+        def get_default_indexing_maps(self) -> Sequence[AffineMap]:
+            stride_h, stride_w = self.strides.get_values()
+            dilation_h, dilation_w = self.dilations.get_values()
+            n, oh, ow, c, kh, kw = (AffineDimExpr(d) for d in range(6))
+            row, column = oh * stride_h + kh * dilation_h, ow * stride_w + kw * dilation_w
+            if layout == "nchw":
+                image, kernel, output = (n, c, row, column), (c, kh, kw), (n, c, oh, ow)
+            else:
+                image, kernel, output = (n, row, column, c), (kh, kw, c), (n, oh, ow, c)
+            return (AffineMap(6, 0, image), AffineMap(6, 0, kernel), AffineMap(6, 0, output))
+
+        def get_iterator_types(self) -> ArrayAttr[IteratorTypeAttr]:
+            return ArrayAttr([IteratorTypeAttr.parallel()] * 4 + [IteratorTypeAttr.reduction()] * 2)
+
+    _Op.name = name
+    _Op.__name__ = _Op.__qualname__ = "".join(p.title() for p in name.split(".")[1].split("_"))
+    _Op.__doc__ = doc
+    return irdl_op_definition(_Op)
+
+
+CONV_OPS: tuple[type[ConvOperation], ...] = (
+    _depthwise_conv_op(
+        "linalg.depthwise_conv_2d_nchw_chw", "nchw", "Depthwise 2-D convolution, NCHW, CHW filter."
+    ),
+    _depthwise_conv_op(
+        "linalg.depthwise_conv_2d_nhwc_hwc", "nhwc", "Depthwise 2-D convolution, NHWC, HWC filter."
+    ),
+)
+
+
 # ---- bufferization ---------------------------------------------------------------------------
 
 DEALLOCATION_ADVICE = (
@@ -718,9 +845,12 @@ def extended_bufferization() -> Dialect:
 
 
 def extended_memref() -> Dialect:
-    """xDSL's `memref` dialect with upstream's syntax for `global`, `copy`, `cast` and
-    `extract_aligned_pointer_as_index`."""
-    return _extend(memref.MemRef, [GlobalOp, CopyOp, CastOp, ExtractAlignedPointerAsIndexOp])
+    """xDSL's `memref` dialect with upstream's syntax for `global`, `alloc`, `alloca`, `copy`,
+    `cast` and `extract_aligned_pointer_as_index`."""
+    return _extend(
+        memref.MemRef,
+        [GlobalOp, AllocOp, AllocaOp, CopyOp, CastOp, ExtractAlignedPointerAsIndexOp],
+    )
 
 
 def extended_linalg() -> Dialect:
@@ -734,5 +864,6 @@ def extended_linalg() -> Dialect:
             *ELEMENTWISE_OPS,
             *POOLING_OPS,
             *CONTRACTION_OPS,
+            *CONV_OPS,
         ],
     )

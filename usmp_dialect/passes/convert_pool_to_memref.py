@@ -45,7 +45,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.traits import SymbolTable
 from xdsl.utils.exceptions import PassFailedException
 
-from usmp_dialect.analysis.buffer_info import module_functions
+from usmp_dialect.analysis.buffer_info import missing_entry_message, module_functions
 from usmp_dialect.dialects.pool import BaseOp, ConstantPoolOp, PoolOpBase, module_pools
 from usmp_dialect.dialects.upstream import global_op
 from usmp_dialect.dialects.usmp import AllocationOp
@@ -133,7 +133,7 @@ class ConvertPoolToMemrefPass(ModulePass):
         bases = [b for b in op.walk() if isinstance(b, BaseOp)]
         if entry is None or entry.is_declaration:
             if bases or pools:
-                _fail(op, f"entry function @{self.entry} does not exist (option entry=NAME)")
+                _fail(op, missing_entry_message(self.entry, functions))
             return
 
         by_pool: dict[str, list[BaseOp]] = {}

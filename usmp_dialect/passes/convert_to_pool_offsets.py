@@ -47,7 +47,12 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.utils.exceptions import PassFailedException
 
-from usmp_dialect.analysis.buffer_info import buffer_names, function_of, module_functions
+from usmp_dialect.analysis.buffer_info import (
+    buffer_names,
+    function_of,
+    missing_entry_message,
+    module_functions,
+)
 from usmp_dialect.dialects.pool import BaseOp, ConstantPoolOp, PoolOpBase, module_pools
 from usmp_dialect.dialects.usmp import AllocateConstOp, AllocationOp, io_kind
 
@@ -264,7 +269,7 @@ class UsmpConvertToPoolOffsetsPass(ModulePass):
             planned_functions.append(function)
             direct.setdefault(function.sym_name.data, set()).add(pool.pool_name)
         if self.entry not in functions:
-            _fail(op, f"entry function @{self.entry} does not exist (option entry=NAME)")
+            _fail(op, missing_entry_message(self.entry, functions))
 
         io_attr = io_allocations(planned, names)
         self._write_constant_data(pools, planned)

@@ -42,7 +42,11 @@ from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
-from usmp_dialect.analysis.buffer_info import BufferAnalysis, module_functions
+from usmp_dialect.analysis.buffer_info import (
+    BufferAnalysis,
+    missing_entry_message,
+    module_functions,
+)
 from usmp_dialect.dialects.pool import ConstantPoolOp, PoolOpBase, module_pools
 from usmp_dialect.passes.extract_buffer_info import analyse
 from usmp_dialect.planning import ALGORITHMS, PlanOptions, solve
@@ -163,9 +167,10 @@ def plan_module(
     if algorithm not in ALGORITHMS:
         known = ", ".join(sorted(ALGORITHMS))
         _fail(module, f"unknown algorithm '{algorithm}' (known: {known})")
-    function = module_functions(module).get(entry)
+    functions = module_functions(module)
+    function = functions.get(entry)
     if function is None:
-        _fail(module, f"entry function @{entry} does not exist (option entry=NAME)")
+        _fail(module, missing_entry_message(entry, functions))
     UsmpAssignPoolsPass().apply(ctx, module)
     analysis = analyse(module, entry)
     pools = list(module_pools(module))
