@@ -197,9 +197,19 @@ def run_iree_c(model: Path, directory: Path, entry: str, source: Path) -> float:
 
 
 def measure_iree(name: str, directory: Path, timeout_s: float, run: bool) -> IreeRow:
+    """Our frontend's row for zoo graph `name` (benchmarks/onnx_models.py), then the IREE
+    route's on the same model file."""
     ours = measure(name, directory, False, "string")
     row = IreeRow(name, ours.workspace, ours.activations)
-    model = directory / f"{name}.onnx"
+    plan_iree_route(directory / f"{name}.onnx", directory, timeout_s, run, row)
+    return row
+
+
+def plan_iree_route(
+    model: Path, directory: Path, timeout_s: float, run: bool, row: IreeRow
+) -> None:
+    """The IREE route on `model` (files in `directory`), its figures into `row`; a failed or
+    timed-out step becomes the row's note."""
     try:
         entry = iree_route(model, directory, timeout_s, row)
         report = directory / "iree_plan.json"
@@ -221,7 +231,6 @@ def measure_iree(name: str, directory: Path, timeout_s: float, run: bool) -> Ire
             row.error = run_iree_c(model, directory, entry, source)
     except StepFailed as failed:
         row.note = f"skipped: {failed}"
-    return row
 
 
 def table(rows: list[IreeRow]) -> str:
