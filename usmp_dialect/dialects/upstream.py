@@ -29,7 +29,7 @@ override here once xDSL parses the form itself.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import ClassVar, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 from xdsl.builder import Builder
 from xdsl.dialects import arith, bufferization, linalg, math, memref
@@ -185,13 +185,24 @@ def _parse_allocation(cls: type[IRDLOperationT], parser: Parser) -> IRDLOperatio
 
 
 def _with_alignment_keyword(base: type[IRDLOperationT]) -> type[IRDLOperationT]:
-    """A subclass of xDSL's `memref.alloc`/`alloca` that also parses `alignment = N` (printing
-    unchanged: LLVM 22's form)."""
+    """The parsing entry for xDSL's `memref.alloc`/`alloca` that also reads `alignment = N`.
+
+    What it parses, in either form (custom or generic), is an instance of `base` itself, not of
+    this class: passes, rewrite patterns and xDSL's interpreter (whose implementations are keyed
+    by the exact op class) see the ordinary op. Printing is `base`'s (LLVM 22's form)."""
+
+    def parse(cls: type[IRDLOperationT], parser: Parser) -> IRDLOperationT:
+        return _parse_allocation(base, parser)
+
+    def create(cls: type[IRDLOperationT], **fields: Any) -> IRDLOperationT:
+        return base.create(**fields)
+
     return type(
         base.__name__,
         (base,),
         {
-            "parse": classmethod(_parse_allocation),
+            "parse": classmethod(parse),
+            "create": classmethod(create),
             "__doc__": f"`{base.name}` also in newer MLIR's `alignment = N` form.",
             "__module__": __name__,
         },
