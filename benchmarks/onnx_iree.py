@@ -62,6 +62,7 @@ from usmp_dialect.testing.model_runner import (
     usmp_opt,
 )
 from usmp_dialect.testing.onnx_models import onnxruntime_outputs
+from usmp_dialect.testing.results_file import write_section
 
 DEFAULT = ("squeezenet", "shufflenet")
 SECTION = "## The IREE route"
@@ -270,19 +271,6 @@ def table(rows: list[IreeRow]) -> str:
             f"| {r.note} |"
         )
     return "\n".join(lines) + "\n"
-
-
-def write_section(output: Path, section: str) -> None:
-    """Replaces the section "The IREE route" of `output` (up to the next `## ` heading), or
-    appends it."""
-    text = output.read_text() if output.exists() else ""
-    start = text.find(SECTION)
-    if start < 0:
-        output.write_text(text.rstrip("\n") + "\n\n" + section)
-        return
-    end = text.find("\n## ", start + len(SECTION))
-    rest = text[end + 1 :] if end >= 0 else ""
-    output.write_text(text[:start] + section + ("\n" + rest if rest else ""))
 
 
 def main() -> None:

@@ -21,7 +21,8 @@ Each graph gets seeded random weights of its `ConstantOfShape` shapes (see
 * with running: gcc -O2 time, and our outputs against onnxruntime's (largest error relative
   to the largest output).
 
-Writes `benchmarks/results/onnx_models.md` (or `--output`).
+Writes the section "Float graphs" of `benchmarks/results/onnx_models.md` (or `--output`),
+replacing that section only.
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ from usmp_dialect.testing.onnx_models import (
     with_random_weights,
     zoo_path,
 )
+from usmp_dialect.testing.results_file import write_section
 
 DEFAULT = ("squeezenet", "shufflenet", "inception_v1")
 
@@ -124,15 +126,27 @@ def measure(name: str, directory: Path, run: bool, constants: str) -> Row:
     return row
 
 
+TITLE = """# ONNX Model Zoo graphs (onnx wheel, seeded random weights)
+
+Bytes. U1 (`usmp-import-memref,convert-linalg-to-loops,usmp`, inputs and outputs outside the
+workspace). Activations: buffers planned in the workspace. Bound: the plan report's lower bound.
+Graph-order peak: the largest total of intermediate tensors live at once when the nodes run in
+file order, each node output its own buffer (no in-place reuse, views counted as copies).
+usmp-opt: the whole command (import, passes, C), wall time and maximum resident set (GNU time).
+Error: our C against onnxruntime (CPU), largest difference over the largest output, over the
+probabilities and the logits. Each section is written by the script it names.
+"""
+
+SECTION = "## Float graphs"
+
+
 def table(rows: list[Row], constants: str) -> str:
+    """The section "Float graphs" of the results file."""
     lines = [
-        "# ONNX Model Zoo graphs (onnx wheel, seeded random weights)",
+        SECTION,
         "",
-        "`python benchmarks/onnx_models.py`; U1 (`usmp-import-memref,convert-linalg-to-loops,"
-        "usmp`, inputs and outputs outside the workspace). Bytes. usmp-opt: the whole command "
-        "(import, passes, C), its peak memory the maximum resident set (GNU time). Error: "
-        "our C against onnxruntime, largest difference over the "
-        f"largest output (probabilities and logits). C constant pools: `constants={constants}`.",
+        f"`python benchmarks/onnx_models.py --models {','.join(r.model for r in rows)}`, C "
+        f"constant pools as `constants={constants}`.",
         "",
         "| model | activations | bound | workspace | graph-order peak | workspace / peak "
         "| usmp-opt s | usmp-opt MB | C MB | gcc -O2 s | error |",
@@ -163,7 +177,7 @@ def main() -> None:
         with tempfile.TemporaryDirectory(prefix=f"onnx-{name}-") as directory:
             rows.append(measure(name, Path(directory), not args.no_run, args.constants))
         print(table(rows[-1:], args.constants).splitlines()[-1], file=sys.stderr, flush=True)
-    args.output.write_text(table(rows, args.constants))
+    write_section(args.output, table(rows, args.constants), TITLE)
 
 
 if __name__ == "__main__":

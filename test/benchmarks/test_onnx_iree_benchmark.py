@@ -1,4 +1,4 @@
-"""`benchmarks/onnx_iree.py`: the section it writes replaces only its own, and (with IREE's
+"""`benchmarks/onnx_iree.py`: the entry function it reads off IREE's output, and (with IREE's
 compiler installed, `pip install iree-base-compiler`; skipped otherwise: it is not a dependency)
 the IREE route on a small ONNX graph with a depthwise Conv and an LRN plans, and its C matches
 onnxruntime."""
@@ -25,19 +25,6 @@ def _iree_installed() -> bool:
     return all(
         shutil.which(tool, path=here) or shutil.which(tool)
         for tool in ("iree-import-onnx", "iree-opt")
-    )
-
-
-def test_write_section_replaces_only_the_iree_section(tmp_path: Path) -> None:
-    script = load_file(SCRIPT)
-    results = tmp_path / "onnx_models.md"
-    results.write_text("# Title\n\n## A\n\ntable a\n")
-    script.write_section(results, "## The IREE route\n\nfirst\n")
-    assert results.read_text() == "# Title\n\n## A\n\ntable a\n\n## The IREE route\n\nfirst\n"
-    results.write_text(results.read_text() + "\n## B\n\ntable b\n")
-    script.write_section(results, "## The IREE route\n\nsecond\n")
-    assert results.read_text() == (
-        "# Title\n\n## A\n\ntable a\n\n## The IREE route\n\nsecond\n\n## B\n\ntable b\n"
     )
 
 
