@@ -207,3 +207,72 @@ def check_against_onnxruntime(
 
 def weights(seed: int, *shape: int) -> np.ndarray:
     return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+
+
+def quantize(
+    floating: Path, target: Path, shape: tuple[int, ...], form: str, per_channel: bool
+) -> onnx.ModelProto:
+    """onnxruntime's `quantize_static` of `floating` into `target` (int8 activations and
+    weights; `form` "qdq" or "qoperator"), calibrated on 4 seeded random inputs of `shape`."""
+    from onnxruntime.quantization import (
+        CalibrationDataReader,
+        QuantFormat,
+        QuantType,
+        quantize_static,
+    )
+
+    class RandomInputs(CalibrationDataReader):
+        def __init__(self, name: str) -> None:
+            rng = np.random.default_rng(5)
+            self.batches = iter(
+                [{name: rng.standard_normal(shape).astype(np.float32)} for _ in range(4)]
+            )
+
+        def get_next(self) -> dict[str, np.ndarray] | None:
+            return next(self.batches, None)
+
+    graph = onnx.load(floating).graph
+    initializers = {tensor.name for tensor in graph.initializer}
+    name = next(value.name for value in graph.input if value.name not in initializers)
+    quantize_static(
+        str(floating),
+        str(target),
+        RandomInputs(name),
+        quant_format=QuantFormat.QDQ if form == "qdq" else QuantFormat.QOperator,
+        activation_type=QuantType.QInt8,
+        weight_type=QuantType.QInt8,
+        per_channel=per_channel,
+    )
+    return onnx.load(target)
+
+
+def quantization_scales(model: onnx.ModelProto) -> dict[str, float]:
+    """Each int8 tensor's, and each dequantised float tensor's, scale."""
+    constants = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
+    scales = {}
+    for node in model.graph.node:
+        if node.op_type in ("QuantizeLinear", "DequantizeLinear"):
+            scales[node.output[0]] = float(constants[node.input[1]].reshape(-1)[0])
+    return scales
+
+
+def quantized_squeezenet(directory: Path, form: str, per_channel: bool) -> tuple[Path, list[float]]:
+    """The zoo squeezenet (random weights, seed 0) at opset 13, quantised by onnxruntime, with
+    the logits (the int8 or dequantised input of its final Softmax) as a second output: the file
+    in `directory` and the quantisation step of each output (1 for int8 logits)."""
+    from onnx import version_converter
+
+    model = version_converter.convert_version(
+        with_random_weights(onnx.load(zoo_path("squeezenet")), 0), 13
+    )
+    floating, target = directory / "float.onnx", directory / "quantized.onnx"
+    onnx.save(model, floating)
+    written = quantize(floating, target, (1, 3, 224, 224), form, per_channel)
+    softmax = next(n for n in written.graph.node if n.op_type in ("Softmax", "QLinearSoftmax"))
+    scales = quantization_scales(written)
+    logits, elem_type = softmax.input[0], TensorProto.FLOAT
+    if softmax.op_type == "QLinearSoftmax":
+        scales[logits], elem_type = 1.0, TensorProto.INT8
+    written.graph.output.append(helper.make_tensor_value_info(logits, elem_type, None))
+    onnx.save(written, target)
+    return target, [scales[written.graph.output[0].name], scales[logits]]

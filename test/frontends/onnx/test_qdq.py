@@ -25,13 +25,7 @@ import pytest
 onnx = pytest.importorskip("onnx")
 pytest.importorskip("onnxruntime")
 
-from onnx import helper, numpy_helper, version_converter  # noqa: E402
-from onnxruntime.quantization import (  # noqa: E402
-    CalibrationDataReader,
-    QuantFormat,
-    QuantType,
-    quantize_static,
-)
+from onnx import helper, numpy_helper  # noqa: E402
 from xdsl.dialects import func  # noqa: E402
 
 from usmp_dialect.frontends.onnx import import_onnx  # noqa: E402
@@ -39,59 +33,14 @@ from usmp_dialect.testing.model_runner import compile_model  # noqa: E402
 from usmp_dialect.testing.onnx_models import (  # noqa: E402
     graph_model,
     onnxruntime_outputs,
+    quantization_scales,
+    quantize,
+    quantized_squeezenet,
     weights,
-    with_random_weights,
     zoo_path,
 )
 
 STEPS = 2
-
-
-class RandomImages(CalibrationDataReader):
-    def __init__(self, name: str, shape: tuple[int, ...], count: int = 4) -> None:
-        rng = np.random.default_rng(5)
-        self.batches = iter(
-            [{name: rng.standard_normal(shape).astype(np.float32)} for _ in range(count)]
-        )
-
-    def get_next(self) -> dict[str, np.ndarray] | None:
-        return next(self.batches, None)
-
-
-def _quantize(
-    floating: Path, target: Path, shape: tuple[int, ...], form: str, per_channel: bool
-) -> onnx.ModelProto:
-    graph = onnx.load(floating).graph
-    initializers = {tensor.name for tensor in graph.initializer}
-    name = next(value.name for value in graph.input if value.name not in initializers)
-    quantize_static(
-        str(floating),
-        str(target),
-        RandomImages(name, shape),
-        quant_format=QuantFormat.QDQ if form == "qdq" else QuantFormat.QOperator,
-        activation_type=QuantType.QInt8,
-        weight_type=QuantType.QInt8,
-        per_channel=per_channel,
-    )
-    return onnx.load(target)
-
-
-def _scales(model: onnx.ModelProto) -> dict[str, float]:
-    """Each int8 tensor's, and each dequantised float tensor's, scale."""
-    constants = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
-    scales = {}
-    for node in model.graph.node:
-        if node.op_type in ("QuantizeLinear", "DequantizeLinear"):
-            scale = float(constants[node.input[1]].reshape(-1)[0])
-            scales[node.output[0]] = scale
-    return scales
-
-
-def _with_output(model: onnx.ModelProto, tensor: str, elem_type: int) -> onnx.ModelProto:
-    """`model` with `tensor` also a graph output."""
-    model = onnx.ModelProto.FromString(model.SerializeToString())
-    model.graph.output.append(helper.make_tensor_value_info(tensor, elem_type, None))
-    return model
 
 
 def _kernels(path: Path) -> list[str]:
@@ -124,22 +73,9 @@ def test_quantized_squeezenet_matches_onnxruntime(
 ) -> None:
     """The probabilities and the logits (the int8 or dequantised input of the final Softmax)
     within `STEPS` steps; every convolution, pool and concatenation integer."""
-    path = zoo_path("squeezenet")
-    if not path.exists():
-        pytest.skip(f"{path} is not in this onnx wheel")
-    model = version_converter.convert_version(with_random_weights(onnx.load(path), 0), 13)
-    floating, quantized = tmp_path / "float.onnx", tmp_path / "quantized.onnx"
-    onnx.save(model, floating)
-    written = _quantize(floating, quantized, (1, 3, 224, 224), form, per_channel)
-    softmax = next(n for n in written.graph.node if n.op_type in ("Softmax", "QLinearSoftmax"))
-    scales = _scales(written)
-    logits = softmax.input[0]
-    probabilities = written.graph.output[0].name
-    elem_type = onnx.TensorProto.FLOAT
-    if softmax.op_type == "QLinearSoftmax":  # it reads an int8 tensor: steps are units
-        scales[logits], elem_type = 1.0, onnx.TensorProto.INT8
-    model = _with_output(written, logits, elem_type)
-    onnx.save(model, quantized)
+    if not zoo_path("squeezenet").exists():
+        pytest.skip(f"{zoo_path('squeezenet')} is not in this onnx wheel")
+    quantized, steps = quantized_squeezenet(tmp_path, form, per_channel)
     kernels = _kernels(quantized)
     assert kernels.count("qlinearconv") == 26
     assert kernels.count("qlinearconcat") == 8
@@ -150,7 +86,7 @@ def test_quantized_squeezenet_matches_onnxruntime(
     assert kernels.count("quantizelinear") <= 2
     rng = np.random.default_rng(1)
     inputs = [rng.standard_normal((1, 3, 224, 224)).astype(np.float32) for _ in range(2)]
-    _compare(quantized, tmp_path, inputs, [scales[probabilities], scales[logits]])
+    _compare(quantized, tmp_path, inputs, steps)
 
 
 def _small_float_model() -> bytes:
@@ -201,7 +137,7 @@ def test_quantized_operators_match_onnxruntime(
     the output within `STEPS` steps of onnxruntime's on four random inputs."""
     floating, quantized = tmp_path / "float.onnx", tmp_path / "quantized.onnx"
     floating.write_bytes(_small_float_model())
-    written = _quantize(floating, quantized, (1, 3, 16, 16), form, per_channel)
+    written = quantize(floating, quantized, (1, 3, 16, 16), form, per_channel)
     kernels = _kernels(quantized)
     for kernel in ("qlinearconv", "qlinearadd", "maxpool", "qlinearconcat"):
         assert kernel in kernels, kernels
@@ -213,7 +149,9 @@ def test_quantized_operators_match_onnxruntime(
     assert ("qlinearaveragepool" if form == "qdq" else "averagepool") in kernels
     rng = np.random.default_rng(3)
     inputs = [rng.standard_normal((1, 3, 16, 16)).astype(np.float32) for _ in range(4)]
-    _compare(quantized, tmp_path, inputs, [_scales(written)[written.graph.output[0].name]])
+    _compare(
+        quantized, tmp_path, inputs, [quantization_scales(written)[written.graph.output[0].name]]
+    )
 
 
 def test_uint8_quantisation_is_refused(tmp_path: Path) -> None:
