@@ -4,8 +4,6 @@ frontend chosen by extension or `-f onnx`."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -16,16 +14,12 @@ onnx = pytest.importorskip("onnx")
 
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
+from usmp_dialect.testing.import_errors import (  # noqa: E402
+    assert_refused_in_one_line,
+    run_usmp_opt,
+)
+
 node = helper.make_node
-
-
-def usmp_opt(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "usmp_dialect.tools.usmp_opt", *args],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
 
 
 def model(
@@ -108,23 +102,7 @@ def test_import_error_is_one_line(case: str, tmp_path: Path) -> None:
     make, expected = CASES[case]
     path = tmp_path / "model.onnx"
     path.write_bytes(make())
-    output = tmp_path / "out.c"
-    ran = usmp_opt(
-        str(path),
-        "-p",
-        "usmp-import-memref,convert-linalg-to-loops,usmp",
-        "-t",
-        "c",
-        "-o",
-        str(output),
-    )
-    assert ran.returncode == 1, ran.stderr
-    lines = ran.stderr.strip().splitlines()
-    assert len(lines) == 1, ran.stderr
-    assert lines[0].startswith(f"usmp-opt: error: {path}: "), lines[0]
-    assert expected in lines[0]
-    assert "Traceback" not in ran.stderr
-    assert not output.exists()
+    assert_refused_in_one_line(path, expected)
 
 
 def test_frontend_by_flag_and_module_shape(tmp_path: Path) -> None:
@@ -142,7 +120,7 @@ def test_frontend_by_flag_and_module_shape(tmp_path: Path) -> None:
     renamed = tmp_path / "model.bin"
     renamed.write_bytes(data)
     imported = tmp_path / "m.mlir"
-    ran = usmp_opt(str(renamed), "-f", "onnx", "-o", str(imported))
+    ran = run_usmp_opt(str(renamed), "-f", "onnx", "-o", str(imported))
     assert ran.returncode == 0, ran.stderr
     text = imported.read_text()
     assert '@main(%x: memref<1x4xf32> {usmp.io = "input"}, %y: memref<1x4xf32>' in text

@@ -3,8 +3,6 @@ naming the node (op type, name, index), exit code 1, no traceback, no output fil
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -14,6 +12,8 @@ import pytest
 onnx = pytest.importorskip("onnx")
 
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+
+from usmp_dialect.testing.import_errors import assert_refused_in_one_line  # noqa: E402
 
 node = helper.make_node
 
@@ -160,26 +160,4 @@ def test_quantised_import_error_is_one_line(case: str, tmp_path: Path) -> None:
     make, expected = CASES[case]
     path = tmp_path / "model.onnx"
     path.write_bytes(make())
-    output = tmp_path / "out.c"
-    ran = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "usmp_dialect.tools.usmp_opt",
-            str(path),
-            "-t",
-            "c",
-            "-o",
-            str(output),
-        ],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert ran.returncode == 1, ran.stderr
-    lines = ran.stderr.strip().splitlines()
-    assert len(lines) == 1, ran.stderr
-    assert lines[0].startswith(f"usmp-opt: error: {path}: "), lines[0]
-    assert expected in lines[0]
-    assert "Traceback" not in ran.stderr
-    assert not output.exists()
+    assert_refused_in_one_line(path, expected)

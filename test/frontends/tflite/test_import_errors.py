@@ -12,19 +12,11 @@ import numpy as np
 import pytest
 import tflite
 
+from usmp_dialect.testing.import_errors import assert_refused_in_one_line, run_usmp_opt
 from usmp_dialect.testing.tflite_writer import OperatorSpec, TensorSpec, write_model
 
 ROOT = Path(__file__).resolve().parents[3]
 KWS = ROOT / "examples" / "mlperf_tiny" / "kws_ref_model.tflite"
-
-
-def usmp_opt(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "usmp_dialect.tools.usmp_opt", *args],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
 
 
 def fully_connected(**changes: object) -> bytes:
@@ -93,26 +85,9 @@ CASES: dict[str, tuple[Callable[[], bytes], str]] = {
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_import_error_is_one_line(case: str, tmp_path: Path) -> None:
     make, expected = CASES[case]
-    model = tmp_path / "model.tflite"
-    model.write_bytes(make())
-    output = tmp_path / "out.c"
-    ran = usmp_opt(
-        str(model),
-        "-p",
-        "usmp-import-memref,convert-linalg-to-loops,usmp",
-        "-t",
-        "c",
-        "-o",
-        str(output),
-    )
-    assert ran.returncode == 1, ran.stderr
-    lines = ran.stderr.strip().splitlines()
-    assert len(lines) == 1, ran.stderr
-    assert lines[0].startswith(f"usmp-opt: error: {model}: "), lines[0]
-    assert expected in lines[0]
-    assert "Traceback" not in ran.stderr
-    assert not output.exists()
-    assert ran.stdout == ""
+    path = tmp_path / "model.tflite"
+    path.write_bytes(make())
+    assert_refused_in_one_line(path, expected)
 
 
 def test_frontend_by_flag_and_module_output(tmp_path: Path) -> None:
@@ -121,7 +96,7 @@ def test_frontend_by_flag_and_module_output(tmp_path: Path) -> None:
     renamed = tmp_path / "model.bin"
     renamed.write_bytes(KWS.read_bytes())
     imported = tmp_path / "kws.mlir"
-    ran = usmp_opt(str(renamed), "-f", "tflite", "-o", str(imported))
+    ran = run_usmp_opt(str(renamed), "-f", "tflite", "-o", str(imported))
     assert ran.returncode == 0, ran.stderr
     text = imported.read_text()
     assert 'func.func @main(%input1: memref<1x49x10x1xi8> {usmp.io = "input"}' in text
