@@ -146,6 +146,17 @@ class NodeContext:
         """The memref the node writes its output `position` (or tensor `name`) into."""
         return self.importer.output_buffer(self, name or self.output_name(position))
 
+    def result_over(self, *positions: int) -> SSAValue:
+        """The memref an elementwise node (each output element computed from its inputs'
+        elements at the same index) writes its output into: the buffer of the first input at
+        `positions` it may overwrite (`OnnxImporter.in_place`), else a new one."""
+        for position in positions:
+            if self.has_input(position) and not self.is_constant(position):
+                value = self.importer.in_place(self, position)
+                if value is not None:
+                    return value
+        return self.result()
+
     def view(self, value: SSAValue, shape: tuple[int, ...]) -> SSAValue:
         cast = reshape_view(value, shape)
         return value if cast is None else self.importer.main.insert(cast)
@@ -228,6 +239,11 @@ class OnnxImporter:
         self._arguments: dict[str, SSAValue] = {}
         # Concat in place: tensor -> (the Concat output it is a slice of, element offset).
         self.concat_slices = ConcatSlices(self._plan_concat_slices())
+        # Elementwise in place: the storage (a `memref.alloc` of ours) each tensor value lives
+        # in, the tensors living in each storage, and the values that span all of theirs.
+        self._storage: dict[SSAValue, SSAValue] = {}
+        self._tenants: dict[SSAValue, list[str]] = {}
+        self._whole: set[SSAValue] = set()
 
     def _static(self, name: str) -> TensorInfo | None:
         info = self.graph.infos.get(name)
@@ -313,12 +329,61 @@ class OnnxImporter:
                 lambda tensor: self._memref_type(where, tensor, self.graph.infos.get(tensor)),
                 lambda tensor: c_identifier(tensor, "t"),
             )
+            assert isinstance(value.owner, memref.ViewOp)
+            whole = name not in self.concat_slices.slices  # the outermost output
+            self._lives_in(name, value, value.owner.source, whole)
         else:
             type_ = self._memref_type(context.node.describe(), name, self.graph.infos.get(name))
             value = self.main.insert(memref.AllocOp([], [], type_))
             value.name_hint = c_identifier(name, "t")
+            self._lives_in(name, value, value, whole=True)
         self.values[name] = value
         return value
+
+    def _lives_in(self, name: str, value: SSAValue, storage: SSAValue, whole: bool) -> None:
+        self._storage[value] = storage
+        self._tenants.setdefault(storage, []).append(name)
+        if whole:
+            self._whole.add(value)
+
+    def _last_read(self, name: str) -> float:
+        """The index of the last node reading `name` (after every node for a graph output)."""
+        if name in self.graph.outputs:
+            return float("inf")
+        return max((reader.index for reader in self.readers.get(name, [])), default=-1)
+
+    def in_place(self, context: NodeContext, position: int) -> SSAValue | None:
+        """For an elementwise node, the buffer of input `position` seen with the shape of output
+        0, when the output may overwrite it: this node is the last to read anything in that
+        buffer, the input spans the whole buffer with the output's element count and type, no
+        other input of the node lives there, and the output is neither a graph output nor a
+        Concat slice. None otherwise."""
+        name = context.output_name(0)
+        value = self.values.get(context.input_name(position))
+        storage = self._storage.get(value) if value is not None else None
+        if value is None or storage is None or value not in self._whole:
+            return None
+        type_ = self._memref_type(context.node.describe(), name, self.graph.infos.get(name))
+        source = value.type
+        others = [
+            self._storage.get(self.values.get(tensor))  # type: ignore[arg-type]
+            for index, tensor in enumerate(context.node.inputs)
+            if index != position and tensor in self.values
+        ]
+        if (
+            name in self._arguments
+            or self.concat_slices.covers(name)
+            or not isinstance(source, MemRefType)
+            or source.element_type != type_.element_type
+            or source.element_count() != type_.element_count()
+            or storage in others
+            or any(self._last_read(t) > context.node.index for t in self._tenants[storage])
+        ):
+            return None
+        viewed = context.view(value, tuple(type_.get_shape()))
+        self._lives_in(name, viewed, storage, whole=True)
+        self.values[name] = viewed
+        return viewed
 
     def alias(self, context: NodeContext, name: str, value: SSAValue) -> None:
         """`name` is `value` with its own shape; a graph output receives a copy instead."""
@@ -329,6 +394,9 @@ class OnnxImporter:
             self.main.insert(memref.CopyOp(viewed, argument))
             self.values[name] = argument
             return
+        storage = self._storage.get(value)
+        if storage is not None:
+            self._lives_in(name, viewed, storage, whole=value in self._whole)
         self.values[name] = viewed
 
     def _entry(self) -> func.FuncOp:

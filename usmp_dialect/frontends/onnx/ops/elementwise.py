@@ -103,7 +103,8 @@ def arithmetic(context: NodeContext) -> None:
     if count == 1:
         context.alias(context.value(0))
         return
-    target = context.result()
+    # in place over an input of the output's shape whose buffer nothing reads later
+    target = context.result_over(*(p for p in (0, 1) if context.shape(p) == output))
     accumulated = _side(context, 0)
     for position in range(1, count):
         name = context.name if position == 1 else f"{context.name}_{position}"
@@ -123,7 +124,8 @@ def _unary(context: NodeContext, arithmetic: UnaryArithmetic) -> None:
         context.module, context.name, size, element_type(FLOAT32), element_type(FLOAT32), arithmetic
     )
     context.call(
-        [context.view(context.value(0), (size,))], [context.view(context.result(), (size,))]
+        [context.view(context.value(0), (size,))],
+        [context.view(context.result_over(0), (size,))],
     )
 
 

@@ -67,4 +67,4 @@ def batch_normalization(context: NodeContext) -> None:
         module.constant(f"{context.name}_scale", scale.astype(np.float32)),
         module.constant(f"{context.name}_shift", shift.astype(np.float32)),
     )
-    context.call([context.value(0)], [context.result()])
+    context.call([context.value(0)], [context.result_over(0)])
