@@ -547,6 +547,15 @@ def _yield_first_region(operands: Sequence[SSAValue]) -> Region:
 _BodyBuilder = Callable[[Sequence[BlockArgument], Attribute], Operation]
 
 
+def _named_definition(op: type[IRDLOperationT], name: str, doc: str) -> type[IRDLOperationT]:
+    """The IRDL definition of the op class `op` built for the upstream op `name`
+    (`linalg.pooling_nchw_max` becomes class `PoolingNchwMax`)."""
+    op.name = name
+    op.__name__ = op.__qualname__ = "".join(p.title() for p in name.split(".")[1].split("_"))
+    op.__doc__ = doc
+    return irdl_op_definition(op)
+
+
 def _elementwise_op(name: str, build_body: _BodyBuilder, doc: str) -> type[ElementwiseOperation]:
     """A named elementwise op whose hidden body applies `build_body` to the inputs' elements."""
 
@@ -564,10 +573,7 @@ def _elementwise_op(name: str, build_body: _BodyBuilder, doc: str) -> type[Eleme
 
             return hidden_region
 
-    _Op.name = name
-    _Op.__name__ = _Op.__qualname__ = "".join(p.title() for p in name.split(".")[1].split("_"))
-    _Op.__doc__ = doc
-    return irdl_op_definition(_Op)
+    return _named_definition(_Op, name, doc)
 
 
 def _float_or_int(float_op: type[Operation], int_op: type[Operation]) -> _BodyBuilder:
@@ -662,10 +668,7 @@ def _pooling_op(name: str, layout: str, combine: _BodyBuilder, doc: str) -> type
                 + [IteratorTypeAttr.reduction()] * window
             )
 
-    _Op.name = name
-    _Op.__name__ = _Op.__qualname__ = "".join(p.title() for p in name.split(".")[1].split("_"))
-    _Op.__doc__ = doc
-    return irdl_op_definition(_Op)
+    return _named_definition(_Op, name, doc)
 
 
 POOLING_OPS: tuple[type[PoolingOperation], ...] = tuple(
@@ -739,10 +742,7 @@ def _contraction_op(
                 + [IteratorTypeAttr.reduction()] * reductions
             )
 
-    _Op.name = name
-    _Op.__name__ = _Op.__qualname__ = "".join(p.title() for p in name.split(".")[1].split("_"))
-    _Op.__doc__ = doc
-    return irdl_op_definition(_Op)
+    return _named_definition(_Op, name, doc)
 
 
 CONTRACTION_OPS: tuple[type[NamedOperation], ...] = (
@@ -799,10 +799,7 @@ def _depthwise_conv_op(name: str, layout: str, doc: str) -> type[ConvOperation]:
         def get_iterator_types(self) -> ArrayAttr[IteratorTypeAttr]:
             return ArrayAttr([IteratorTypeAttr.parallel()] * 4 + [IteratorTypeAttr.reduction()] * 2)
 
-    _Op.name = name
-    _Op.__name__ = _Op.__qualname__ = "".join(p.title() for p in name.split(".")[1].split("_"))
-    _Op.__doc__ = doc
-    return irdl_op_definition(_Op)
+    return _named_definition(_Op, name, doc)
 
 
 CONV_OPS: tuple[type[ConvOperation], ...] = (

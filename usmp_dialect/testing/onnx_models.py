@@ -4,6 +4,7 @@ onnxruntime as the oracle."""
 
 from __future__ import annotations
 
+import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -11,7 +12,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from usmp_dialect.testing.model_runner import compile_model
+from usmp_dialect.testing.model_runner import compile_model, usmp_opt
 
 ZOO = (
     "squeezenet",
@@ -183,6 +184,15 @@ def graph_model(
             model.graph.output[position].CopyFrom(known[value.name])
     onnx.checker.check_model(model)
     return model.SerializeToString()
+
+
+def imported_text(model: bytes, directory: Path) -> str:
+    """The module `usmp-opt` imports from the ONNX `model` (written into `directory`)."""
+    path = directory / "model.onnx"
+    path.write_bytes(model)
+    return subprocess.run(
+        [*usmp_opt(), str(path)], capture_output=True, text=True, check=True
+    ).stdout
 
 
 def check_against_onnxruntime(

@@ -6,8 +6,6 @@ through `convert-pool-to-memref`), and on the imported IR (which copies are left
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -24,7 +22,12 @@ from usmp_dialect.testing.mlir_runner import (
     mlir_runner_path,
     unplanned_and_planned_outputs,
 )
-from usmp_dialect.testing.onnx_models import check_against_onnxruntime, graph_model, weights
+from usmp_dialect.testing.onnx_models import (
+    check_against_onnxruntime,
+    graph_model,
+    imported_text,
+    weights,
+)
 
 node = helper.make_node
 
@@ -65,19 +68,12 @@ def concat_model() -> bytes:
     return graph_model(nodes, [("x", (1, 3, 4, 5)), ("x2", (2, 3, 4, 5))], outputs, init)
 
 
-def imported(model: bytes, tmp_path: Path) -> str:
-    path = tmp_path / "concat.onnx"
-    path.write_bytes(model)
-    command = [sys.executable, "-m", "usmp_dialect.tools.usmp_opt", str(path)]
-    return subprocess.run(command, capture_output=True, text=True, check=True).stdout
-
-
 def test_concat_in_place_matches_onnxruntime(tmp_path: Path) -> None:
     check_against_onnxruntime(concat_model(), tmp_path)
 
 
 def test_only_the_other_inputs_are_copied(tmp_path: Path) -> None:
-    text = imported(concat_model(), tmp_path)
+    text = imported_text(concat_model(), tmp_path)
     signatures = {
         name: arguments.count("%")
         for name, arguments in re.findall(r"func\.func @(concat_\d+)\((.*?)\)", text)
@@ -104,6 +100,6 @@ def test_only_the_other_inputs_are_copied(tmp_path: Path) -> None:
 def test_planned_concat_runs_as_the_unplanned_one_upstream(tmp_path: Path) -> None:
     """The imported program (allocations, views) and the planned one after
     `convert-pool-to-memref`, both lowered by `mlir-opt` and run by `mlir-runner`."""
-    reference, planned = unplanned_and_planned_outputs(imported(concat_model(), tmp_path))
+    reference, planned = unplanned_and_planned_outputs(imported_text(concat_model(), tmp_path))
     assert planned == reference
     assert np.isfinite([float(v) for v in re.findall(r"-?\d+(?:\.\d+)?", reference)]).all()

@@ -7,8 +7,6 @@ imported IR (which nodes share a buffer, which may not)."""
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -19,7 +17,12 @@ pytest.importorskip("onnxruntime")
 
 from onnx import helper
 
-from usmp_dialect.testing.onnx_models import check_against_onnxruntime, graph_model, weights
+from usmp_dialect.testing.onnx_models import (
+    check_against_onnxruntime,
+    graph_model,
+    imported_text,
+    weights,
+)
 
 node = helper.make_node
 
@@ -54,13 +57,6 @@ def chain_model() -> bytes:
     return graph_model(nodes, [("x", (1, 4, 6, 6))], ["y", "out"], init)
 
 
-def imported(model: bytes, tmp_path: Path) -> str:
-    path = tmp_path / "chain.onnx"
-    path.write_bytes(model)
-    command = [sys.executable, "-m", "usmp_dialect.tools.usmp_opt", str(path)]
-    return subprocess.run(command, capture_output=True, text=True, check=True).stdout
-
-
 def test_in_place_chain_matches_onnxruntime(tmp_path: Path) -> None:
     check_against_onnxruntime(chain_model(), tmp_path)
 
@@ -82,7 +78,7 @@ def _buffers_of_calls(text: str) -> dict[str, list[str]]:
 
 
 def test_only_buffers_read_later_are_kept(tmp_path: Path) -> None:
-    text = imported(chain_model(), tmp_path)
+    text = imported_text(chain_model(), tmp_path)
     allocations = re.findall(r"%(\w+) = memref\.alloc\(\) : (memref<[^>]*>)", text)
     # the Concat's byte buffer (8x6x6 floats), the Sigmoid's output and the Relu's of `x`
     assert sorted(allocations) == [
