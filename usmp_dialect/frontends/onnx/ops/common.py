@@ -1,5 +1,6 @@
 """What several ONNX handlers share: spatial windows (pads, strides, dilations, auto_pad),
-axes, and the activations fused into a convolution or Gemm."""
+axes, the activations fused into a convolution or Gemm, and the fully connected call of Gemm,
+MatMul and their int8 forms."""
 
 from __future__ import annotations
 
@@ -8,7 +9,9 @@ from collections.abc import Sequence
 import numpy as np
 
 from usmp_dialect.frontends.onnx.importer import NodeContext
-from usmp_dialect.kernels.conv import FloatActivation, Window
+from usmp_dialect.kernels.conv import FloatActivation, QuantizedConv, Window
+from usmp_dialect.kernels.fully_connected import fully_connected
+from usmp_dialect.kernels.module import memref_of
 
 FLOAT32 = np.dtype(np.float32)
 NO_ACTIVATION = FloatActivation(float("-inf"), float("inf"))
@@ -148,3 +151,37 @@ def check_concatenation(
         raise context.fail(
             f"input shapes {[list(s) for s in shapes]} do not concatenate to {list(output)}"
         )
+
+
+def dense(
+    context: NodeContext,
+    weights: np.ndarray,
+    bias: np.ndarray | None,
+    arithmetic: FloatActivation | QuantizedConv,
+    produced: str | None = None,
+) -> None:
+    """`output[b, :] = weights @ input[b, :] + bias` over the rows of input 0 viewed as
+    `[batches, depth]` (`weights` is `[units, depth]`, of the activations' type: float32, or
+    int8 with an int32 `bias`), written into tensor `produced` (by default output 0)."""
+    units, depth = weights.shape
+    batches = int(np.prod(context.shape(0))) // depth
+    output = context.output_shape()
+    if int(np.prod(output)) != batches * units:
+        raise context.fail(
+            f"the output shape {list(output)} does not hold {batches}x{units} results"
+        )
+    module = context.module
+    dtype = weights.dtype
+    filters = module.constant(f"{context.name}_filter", np.ascontiguousarray(weights))
+    bias_symbol = module.constant(f"{context.name}_bias", bias) if bias is not None else None
+    fully_connected(
+        module,
+        context.name,
+        memref_of((batches, depth), dtype),
+        memref_of((batches, units), dtype),
+        filters,
+        bias_symbol,
+        arithmetic,
+    )
+    source = context.view(context.value(0), (batches, depth))
+    context.call([source], [context.view(context.result(name=produced), (batches, units))])

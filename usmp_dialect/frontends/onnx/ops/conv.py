@@ -8,12 +8,12 @@ import numpy as np
 from usmp_dialect.frontends.onnx.importer import NodeContext, operator
 from usmp_dialect.frontends.onnx.ops.common import (
     FLOAT32,
+    dense,
     fused_activation,
     require_float,
     spatial_window,
 )
 from usmp_dialect.kernels.conv import conv2d_nchw
-from usmp_dialect.kernels.fully_connected import fully_connected
 from usmp_dialect.kernels.module import memref_of
 
 
@@ -100,40 +100,12 @@ def convolution(context: NodeContext) -> None:
     context.call([context.value(0)], [context.result(name=produced)])
 
 
-def _dense(
-    context: NodeContext,
-    source: tuple[int, ...],
-    weights: np.ndarray,
-    bias: np.ndarray | None,
-) -> None:
-    """`output[b, :] = weights @ input[b, :] + bias` over the rows of the input viewed as
-    `[batches, depth]` (`weights` is `[units, depth]`)."""
-    units, depth = weights.shape
-    batches = int(np.prod(source)) // depth
-    output = context.output_shape()
-    if int(np.prod(output)) != batches * units:
-        raise context.fail(
-            f"the output shape {list(output)} does not hold {batches}x{units} results"
-        )
+def _dense(context: NodeContext, weights: np.ndarray, bias: np.ndarray | None) -> None:
+    """Gemm/MatMul in float32 (`weights` `[units, depth]`), a Relu/Clip reading only its
+    output fused into it."""
     activation, produced = fused_activation(context, context.output_name())
-    module = context.module
-    filters = module.constant(f"{context.name}_filter", weights.astype(np.float32))
-    bias_symbol = (
-        module.constant(f"{context.name}_bias", bias.astype(np.float32))
-        if bias is not None
-        else None
-    )
-    fully_connected(
-        module,
-        context.name,
-        memref_of((batches, depth), FLOAT32),
-        memref_of((batches, units), FLOAT32),
-        filters,
-        bias_symbol,
-        activation,
-    )
-    source_value = context.view(context.value(0), (batches, depth))
-    context.call([source_value], [context.view(context.result(name=produced), (batches, units))])
+    float_bias = bias.astype(np.float32) if bias is not None else None
+    dense(context, weights.astype(np.float32), float_bias, activation, produced)
 
 
 @operator("Gemm")
@@ -168,7 +140,7 @@ def gemm(context: NodeContext) -> None:
             raise context.fail(
                 f"input C of shape {list(c.shape)} is not supported (only [N] or [1, N])"
             )
-    _dense(context, source, weights, bias)
+    _dense(context, weights, bias)
 
 
 @operator("MatMul")
@@ -184,4 +156,4 @@ def matmul(context: NodeContext) -> None:
         raise context.fail(
             f"input B {list(b.shape)} does not fit input A {list(source)} (B must be 2-D)"
         )
-    _dense(context, source, b.T, None)
+    _dense(context, b.T, None)

@@ -12,12 +12,16 @@ from __future__ import annotations
 import numpy as np
 
 from usmp_dialect.frontends.onnx.importer import MICROSOFT, NodeContext, operator
-from usmp_dialect.frontends.onnx.ops.common import axis, check_concatenation, spatial_window
+from usmp_dialect.frontends.onnx.ops.common import (
+    axis,
+    check_concatenation,
+    dense,
+    spatial_window,
+)
 from usmp_dialect.frontends.onnx.qdq import ACTIVATION
 from usmp_dialect.kernels.conv import QuantizedConv, conv2d_nchw
 from usmp_dialect.kernels.elementwise import Operand, QuantizedAdd, binary, broadcast_shapes
 from usmp_dialect.kernels.fixed_point import quantize_multiplier
-from usmp_dialect.kernels.fully_connected import fully_connected
 from usmp_dialect.kernels.module import Requantization, memref_of
 from usmp_dialect.kernels.quantized_concat import requantized_concatenation
 from usmp_dialect.kernels.reduce import QuantizedMean, reduce
@@ -210,33 +214,12 @@ def _dense(
     output_quantization: tuple[float, int],
 ) -> None:
     """`output[b, :] = weights @ input[b, :] + bias` (weights `[units, depth]`) in int8."""
-    source = context.shape(0)
-    units, depth = weights.shape
-    batches = int(np.prod(source)) // depth
-    output = context.output_shape()
-    if int(np.prod(output)) != batches * units:
-        raise context.fail(
-            f"the output shape {list(output)} does not hold {batches}x{units} results"
-        )
     (x_scale, x_zero), (y_scale, y_zero) = input_quantization, output_quantization
     bounds = activation_bounds(context, y_scale, y_zero)
     arithmetic = QuantizedConv(
         -x_zero, requantization(x_scale, weight_scales, y_scale, y_zero, bounds), filter_offset
     )
-    module = context.module
-    filters = module.constant(f"{context.name}_filter", np.ascontiguousarray(weights))
-    bias_symbol = module.constant(f"{context.name}_bias", bias) if bias is not None else None
-    fully_connected(
-        module,
-        context.name,
-        memref_of((batches, depth), INT8),
-        memref_of((batches, units), INT8),
-        filters,
-        bias_symbol,
-        arithmetic,
-    )
-    source_value = context.view(context.value(0), (batches, depth))
-    context.call([source_value], [context.view(context.result(), (batches, units))])
+    dense(context, weights, bias, arithmetic)
 
 
 @operator("QLinearMatMul")
