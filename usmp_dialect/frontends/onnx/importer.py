@@ -21,6 +21,7 @@ each receives a `NodeContext` and emits its function through `usmp_dialect.kerne
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -235,6 +236,12 @@ class OnnxImporter:
             for name in node.inputs:
                 if name:
                     self.readers.setdefault(name, []).append(node)
+        # The index of the last node reading each tensor (after every node: a graph output).
+        self._last_read: dict[str, float] = defaultdict(lambda: -1)
+        for name, readers in self.readers.items():
+            self._last_read[name] = readers[-1].index
+        for name in graph.outputs:
+            self._last_read[name] = float("inf")
         self.main: KernelBuilder
         self._arguments: dict[str, SSAValue] = {}
         # Concat in place: tensor -> (the Concat output it is a slice of, element offset).
@@ -346,12 +353,6 @@ class OnnxImporter:
         if whole:
             self._whole.add(value)
 
-    def _last_read(self, name: str) -> float:
-        """The index of the last node reading `name` (after every node for a graph output)."""
-        if name in self.graph.outputs:
-            return float("inf")
-        return max((reader.index for reader in self.readers.get(name, [])), default=-1)
-
     def in_place(self, context: NodeContext, position: int) -> SSAValue | None:
         """For an elementwise node, the buffer of input `position` seen with the shape of output
         0, when the output may overwrite it: this node is the last to read anything in that
@@ -365,11 +366,11 @@ class OnnxImporter:
             return None
         type_ = self._memref_type(context.node.describe(), name, self.graph.infos.get(name))
         source = value.type
-        others = [
-            self._storage.get(self.values.get(tensor))  # type: ignore[arg-type]
+        others = {
+            self._storage.get(self.values[tensor])
             for index, tensor in enumerate(context.node.inputs)
             if index != position and tensor in self.values
-        ]
+        }
         if (
             name in self._arguments
             or self.concat_slices.covers(name)
@@ -377,7 +378,7 @@ class OnnxImporter:
             or source.element_type != type_.element_type
             or source.element_count() != type_.element_count()
             or storage in others
-            or any(self._last_read(t) > context.node.index for t in self._tenants[storage])
+            or any(self._last_read[t] > context.node.index for t in self._tenants[storage])
         ):
             return None
         viewed = context.view(value, tuple(type_.get_shape()))
