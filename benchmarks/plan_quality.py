@@ -39,7 +39,7 @@ from usmp_dialect.planning import ALGORITHMS, PlanningError, PlanOptions, solve
 from usmp_dialect.planning.io import read_csv_problem, with_capacity
 from usmp_dialect.planning.problem import Problem, lower_bound
 
-DATA = Path("/work/shared/data")
+DATA = Path(__file__).resolve().parents[1] / "data"
 RESULTS = Path(__file__).parent / "results" / "plan_quality.md"
 
 

@@ -35,7 +35,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-DATA = ROOT.parent / "shared" / "data" / "minimalloc"
+DATA = ROOT / "data" / "minimalloc"
 RESULTS = ROOT / "benchmarks" / "results" / "plan_startup.md"
 PLAN = [sys.executable, "-m", "usmp_dialect.tools.usmp_plan"]
 

@@ -21,7 +21,7 @@ import sys
 import time
 from pathlib import Path
 
-DATA = Path("/work/shared/data")
+DATA = Path(__file__).resolve().parents[1] / "data"
 RESULTS = Path(__file__).parent / "results" / "portfolio_speed.md"
 INSTANCES = (
     "idealloc/iree_2024/iree_mobilebert.csv",

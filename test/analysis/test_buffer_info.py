@@ -24,7 +24,7 @@ from usmp_dialect.dialects.usmp import AllocationOp
 
 ROOT = Path(__file__).resolve().parents[2]
 TVM_DIR = ROOT / "test" / "passes" / "tvm"
-CASES_PATH = ROOT.parent / "shared" / "data" / "tvm-usmp-cases.json"
+CASES_PATH = ROOT / "data" / "tvm-usmp-cases.json"
 
 
 def parse(text: str) -> ModuleOp:
@@ -35,8 +35,6 @@ def parse(text: str) -> ModuleOp:
 
 
 def tvm_case(case_id: str) -> dict[str, object]:
-    if not CASES_PATH.exists():
-        pytest.skip(f"{CASES_PATH} is not available")
     cases = json.loads(CASES_PATH.read_text())["cases"]
     return next(case for case in cases if case["id"] == case_id)
 

@@ -33,12 +33,9 @@ LIBRARY = native.load()
 pytestmark = pytest.mark.skipif(LIBRARY is None, reason="native core not built")
 
 HERE = Path(__file__).resolve()
-SHARED = next(
-    (p / "shared" / "data" for p in (HERE.parents[3], Path("/work")) if (p / "shared").is_dir()),
-    None,
-)
-CHALLENGING = None if SHARED is None else SHARED / "minimalloc" / "challenging"
-MINIMALLOC_A = None if CHALLENGING is None else CHALLENGING / "A.1048576.csv"
+SHARED = HERE.parents[2] / "data"
+CHALLENGING = SHARED / "minimalloc" / "challenging"
+MINIMALLOC_A = CHALLENGING / "A.1048576.csv"
 
 Outcome = tuple[int, list[int] | None, int]
 """Status (1 found, 0 infeasible, -1 node limit, -2 time limit), the component's offsets
@@ -182,14 +179,10 @@ def test_same_search_as_python_on_random_timelines(seed: int) -> None:
 
 
 def read_minimalloc_a() -> Problem:
-    assert MINIMALLOC_A is not None
     path = MINIMALLOC_A
     return read_problem(path.read_text(), str(path)).problem
 
 
-@pytest.mark.skipif(
-    MINIMALLOC_A is None or not MINIMALLOC_A.is_file(), reason="shared data not available"
-)
 def test_same_nodes_as_python_on_minimalloc_a() -> None:
     problem = read_minimalloc_a()
     sub, _members = subproblem_of(problem)
@@ -199,12 +192,10 @@ def test_same_nodes_as_python_on_minimalloc_a() -> None:
         assert native_outcome(sub, component, 1_048_576, preorder, 1_500) == expected
 
 
-@pytest.mark.skipif(CHALLENGING is None or not CHALLENGING.is_dir(), reason="no shared data")
 @pytest.mark.parametrize("name", ["A", "H", "I"])
 def test_decide_solves_minimalloc_challenging(name: str) -> None:
     # Re-ranking the parts of a split makes H and I (20-50 million nodes with static ranks)
     # take ~20,000 nodes; A takes ~100,000.
-    assert CHALLENGING is not None
     path = CHALLENGING / f"{name}.1048576.csv"
     problem = read_problem(path.read_text(), str(path)).problem
     capacity = 1_048_576
@@ -237,9 +228,6 @@ def test_deep_component_does_not_overflow_the_stack() -> None:
     assert int((offsets + sub.sizes).max()) <= 24
 
 
-@pytest.mark.skipif(
-    MINIMALLOC_A is None or not MINIMALLOC_A.is_file(), reason="shared data not available"
-)
 def test_time_limit() -> None:
     sub, _members = subproblem_of(read_minimalloc_a())
     (component,) = [c for c in partitions(sub) if len(c) > 1]

@@ -27,10 +27,7 @@ from usmp_dialect.testing.random_problems import mixed_problems, problems
 pytestmark = pytest.mark.skipif(native.load() is None, reason="native core not built")
 
 HERE = Path(__file__).resolve()
-SHARED = next(
-    (p / "shared" / "data" for p in (HERE.parents[3], Path("/work")) if (p / "shared").is_dir()),
-    None,
-)
+SHARED = HERE.parents[2] / "data"
 
 
 Placer = Callable[[Instance, np.ndarray, bool], tuple[np.ndarray, np.ndarray]]
@@ -72,9 +69,7 @@ def test_same_plans_on_mixed_problems(problem: Problem) -> None:
 def test_same_plans_around_fixed_buffers() -> None:
     """Local search re-places part of a plan around the rest (`fixed`)."""
     rng = np.random.default_rng(7)
-    path = SHARED / "minimalloc" / "challenging" / "A.1048576.csv" if SHARED else None
-    if path is None or not path.exists():
-        pytest.skip("shared data not found")
+    path = SHARED / "minimalloc" / "challenging" / "A.1048576.csv"
     instance = prepare(read_problem(path.read_text(), str(path)).problem)
     order = order_of(instance, "size")
     pools, offsets = place_numpy(instance, order, False)
@@ -99,8 +94,6 @@ def test_same_plans_around_fixed_buffers() -> None:
     ],
 )
 def test_same_plans_on_real_instances(name: str) -> None:
-    if SHARED is None or not (SHARED / name).exists():
-        pytest.skip("shared data not found")
     path = SHARED / name
     assert_same_plans(read_problem(path.read_text(), str(path)).problem)
 
@@ -111,8 +104,6 @@ def test_planners_give_the_same_plans_without_the_native_core(
 ) -> None:
     """USMP_NATIVE=0 (or a machine without a C compiler) changes speed, never plans: the
     portfolio then runs its variants one by one with numpy."""
-    if SHARED is None:
-        pytest.skip("shared data not found")
     path = SHARED / "idealloc" / "iree_2024" / "iree_mobilebert.csv"
     problem = read_problem(path.read_text(), str(path)).problem
     with_native = solve(problem, algorithm).plan

@@ -1,5 +1,5 @@
 """Parity of usmp_dialect.planning.tvm with Apache TVM's USMP algorithms, on TVM's own test
-corpus (`../shared/data/tvm-usmp-cases.json`, described in `../shared/reference/tvm-usmp.md`).
+corpus (`data/tvm-usmp-cases.json`, described in `docs/reference/tvm-usmp.md`).
 
 * `test_tvm_asserted_*` reproduce every result TVM's tests assert (`expected_tvm`) from TVM's raw
   per-buffer conflict lists (`plan_directed`).
@@ -32,15 +32,11 @@ from usmp_dialect.planning.problem import (
 )
 from usmp_dialect.planning.tvm import TVM_ALGORITHMS, RandR, _MaxOverTime, plan_directed
 
-# The shared folder sits beside the checkout (as in CI); /work/shared is the developers' copy.
-DATA = Path(__file__).resolve().parents[3] / "shared" / "data" / "tvm-usmp-cases.json"
-if not DATA.exists():
-    DATA = Path("/work/shared/data/tvm-usmp-cases.json")
+DATA = Path(__file__).resolve().parents[2] / "data" / "tvm-usmp-cases.json"
 
-CASES: dict[str, dict[str, Any]] = (
-    {case["id"]: case for case in json.loads(DATA.read_text())["cases"]} if DATA.exists() else {}
-)
-pytestmark = pytest.mark.skipif(not CASES, reason=f"{DATA} not found")
+CASES: dict[str, dict[str, Any]] = {
+    case["id"]: case for case in json.loads(DATA.read_text())["cases"]
+}
 
 
 def build(

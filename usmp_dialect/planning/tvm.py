@@ -1,6 +1,6 @@
 """Apache TVM USMP's three planning algorithms, reproduced: `greedy_by_size`,
 `greedy_by_conflicts` and `hill_climb` (TVM `src/tir/usmp/algo/{greedy,hill_climb}.cc` at
-fb43fc85774b, described in `../shared/reference/tvm-usmp.md` §4).
+fb43fc85774b, described in `docs/reference/tvm-usmp.md` §4).
 
 What is kept from TVM, on purpose (so that TVM's published numbers are reproduced):
 
