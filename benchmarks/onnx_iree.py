@@ -51,7 +51,9 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).parent))
 from onnx_models import measure
 
-from usmp_dialect.testing.model_runner import (
+from usmp_dialect.testing.onnx_models import onnxruntime_outputs
+from usmp_dialect.testing.results_file import write_section
+from usmp_dialect.validation.host import (
     OPTIMISED_FLAGS,
     PREFIX,
     STRICT_FLAGS,
@@ -61,8 +63,6 @@ from usmp_dialect.testing.model_runner import (
     named_as_in_header,
     usmp_opt,
 )
-from usmp_dialect.testing.onnx_models import onnxruntime_outputs
-from usmp_dialect.testing.results_file import write_section
 
 DEFAULT = ("squeezenet", "shufflenet")
 SECTION = "## The IREE route"

@@ -39,7 +39,6 @@ from pathlib import Path
 import numpy as np
 import onnx
 
-from usmp_dialect.testing.model_runner import PREFIX, compile_model, pipeline, usmp_opt
 from usmp_dialect.testing.onnx_models import (
     graph_order_peak,
     onnxruntime_outputs,
@@ -48,6 +47,7 @@ from usmp_dialect.testing.onnx_models import (
     zoo_path,
 )
 from usmp_dialect.testing.results_file import write_section
+from usmp_dialect.validation.host import PREFIX, compile_model, pipeline, usmp_opt
 
 DEFAULT = ("squeezenet", "shufflenet", "inception_v1")
 

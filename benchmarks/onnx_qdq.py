@@ -34,7 +34,6 @@ import numpy as np
 import onnx
 from onnx import version_converter
 
-from usmp_dialect.testing.model_runner import PREFIX, compile_model, pipeline, usmp_opt
 from usmp_dialect.testing.onnx_models import (
     onnxruntime_outputs,
     quantized_squeezenet,
@@ -43,6 +42,7 @@ from usmp_dialect.testing.onnx_models import (
     zoo_path,
 )
 from usmp_dialect.testing.results_file import write_section
+from usmp_dialect.validation.host import PREFIX, compile_model, pipeline, usmp_opt
 
 FORMS = (("float", False), ("qdq", False), ("qdq", True), ("qoperator", False))
 SECTION = "## int8 squeezenets"

@@ -40,7 +40,7 @@ import numpy as np
 
 from usmp_dialect.frontends.tflite.reader import read_graph
 from usmp_dialect.testing import tflm
-from usmp_dialect.testing.model_runner import (
+from usmp_dialect.validation.host import (
     PREFIX,
     compile_model,
     generate_c,

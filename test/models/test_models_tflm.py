@@ -13,7 +13,7 @@ import pytest
 
 from usmp_dialect.models import Model, build
 from usmp_dialect.testing import tflm
-from usmp_dialect.testing.model_runner import compile_model
+from usmp_dialect.validation.host import compile_model
 
 pytestmark = [
     pytest.mark.skipif(shutil.which("gcc") is None, reason="gcc is not installed"),

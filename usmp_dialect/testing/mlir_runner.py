@@ -314,7 +314,7 @@ def unplanned_and_planned_outputs(module_text: str) -> tuple[str, str]:
     """What `mlir-runner` prints for an imported model's module (its entry `@main`) as it is
     (allocations, views) and after `usmp-import-memref,convert-linalg-to-loops,usmp,
     convert-pool-to-memref`: the planned program must print the same."""
-    from usmp_dialect.testing.model_runner import usmp_opt
+    from usmp_dialect.validation.host import usmp_opt
 
     entry = "model"  # the runner's driver is `@main`
     text = module_text.replace("func.func @main(", f"func.func @{entry}(")

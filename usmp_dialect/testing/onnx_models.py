@@ -12,7 +12,8 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from usmp_dialect.testing.model_runner import compile_model, usmp_opt
+from usmp_dialect.validation.host import compile_model, usmp_opt
+from usmp_dialect.validation.oracles import onnxruntime_outputs
 
 ZOO = (
     "squeezenet",
@@ -98,17 +99,6 @@ def with_logits_output(model: onnx.ModelProto) -> onnx.ModelProto:
         model.graph.output.append(helper.make_empty_tensor_value_info(softmax[-1].input[0]))
         model.graph.output[-1].type.tensor_type.elem_type = onnx.TensorProto.FLOAT
     return model
-
-
-def onnxruntime_outputs(model: bytes, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
-    import onnxruntime
-
-    options = onnxruntime.SessionOptions()
-    options.intra_op_num_threads = 1
-    options.log_severity_level = 3
-    session = onnxruntime.InferenceSession(model, options, providers=["CPUExecutionProvider"])
-    names = [value.name for value in session.get_inputs()]
-    return list(session.run(None, dict(zip(names, inputs, strict=True))))
 
 
 _FOLDED_OPS = {"Constant", "ConstantOfShape", "Shape"}

@@ -29,7 +29,6 @@ from onnx import helper, numpy_helper  # noqa: E402
 from xdsl.dialects import func  # noqa: E402
 
 from usmp_dialect.frontends.onnx import import_onnx  # noqa: E402
-from usmp_dialect.testing.model_runner import compile_model  # noqa: E402
 from usmp_dialect.testing.onnx_models import (  # noqa: E402
     graph_model,
     onnxruntime_outputs,
@@ -39,6 +38,7 @@ from usmp_dialect.testing.onnx_models import (  # noqa: E402
     weights,
     zoo_path,
 )
+from usmp_dialect.validation.host import compile_model  # noqa: E402
 
 STEPS = 2
 

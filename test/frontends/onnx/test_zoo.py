@@ -16,7 +16,6 @@ import pytest
 onnx = pytest.importorskip("onnx")
 pytest.importorskip("onnxruntime")
 
-from usmp_dialect.testing.model_runner import pipeline, usmp_opt  # noqa: E402
 from usmp_dialect.testing.onnx_models import (  # noqa: E402
     check_against_onnxruntime,
     graph_order_peak,
@@ -24,6 +23,7 @@ from usmp_dialect.testing.onnx_models import (  # noqa: E402
     with_random_weights,
     zoo_path,
 )
+from usmp_dialect.validation.host import pipeline, usmp_opt  # noqa: E402
 
 
 def zoo_model(name: str) -> bytes:

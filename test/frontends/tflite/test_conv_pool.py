@@ -15,8 +15,8 @@ import pytest
 import tflite
 
 from usmp_dialect.testing import tflm
-from usmp_dialect.testing.model_runner import compile_model
 from usmp_dialect.testing.tflite_writer import OperatorSpec, TensorSpec, write_model
+from usmp_dialect.validation.host import compile_model
 
 pytestmark = [
     pytest.mark.skipif(shutil.which("gcc") is None, reason="gcc is not installed"),

@@ -24,8 +24,8 @@ from usmp_dialect.frontends.tflite.importer import import_tflite
 from usmp_dialect.kernels.activation import int8_table
 from usmp_dialect.kernels.elementwise import Broadcast, broadcast_shapes
 from usmp_dialect.testing import tflm
-from usmp_dialect.testing.model_runner import CompiledModel, compile_model
 from usmp_dialect.testing.tflite_writer import OperatorSpec, TensorSpec, write_model
+from usmp_dialect.validation.host import CompiledModel, compile_model
 
 needs_tflm = pytest.mark.skipif(
     not tflm.available(), reason="tflite-micro (the reference) is not installed"

@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 
 from usmp_dialect.testing import tflm
-from usmp_dialect.testing.model_runner import compile_model
 from usmp_dialect.testing.tflm import assert_matches, random_inputs
+from usmp_dialect.validation.host import compile_model
 
 ROOT = Path(__file__).resolve().parents[3]
 MODELS = sorted((ROOT / "examples" / "mlperf_tiny").glob("*.tflite"))

@@ -16,7 +16,7 @@ import pytest
 
 from usmp_dialect.testing import tflm
 from usmp_dialect.testing.mltk_models import extract_models
-from usmp_dialect.testing.model_runner import compile_model
+from usmp_dialect.validation.host import compile_model
 
 CACHE = Path(tempfile.gettempdir()) / "usmp-dialect-mltk-models"
 MODELS = extract_models(CACHE)

@@ -11,8 +11,9 @@ from pathlib import Path
 import numpy as np
 
 from usmp_dialect.testing import tflm
-from usmp_dialect.testing.model_runner import compile_model
 from usmp_dialect.testing.tflite_writer import OperatorSpec, TensorSpec, write_model
+from usmp_dialect.validation.host import compile_model
+from usmp_dialect.validation.oracles import litert_outputs
 
 
 @dataclass
@@ -72,20 +73,6 @@ def assert_all_match(
 ) -> None:
     """`assert_matches` on the merged models (failures name the output, prefixed by part)."""
     assert_matches(merge(models), directory, trials, sanitize=sanitize)
-
-
-def litert_outputs(model: bytes, arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
-    """TensorFlow Lite's reference kernels (for operators TFLite Micro lacks, e.g. RANGE)."""
-    from ai_edge_litert.interpreter import Interpreter, OpResolverType
-
-    interpreter = Interpreter(
-        model_content=model, experimental_op_resolver_type=OpResolverType.BUILTIN_REF
-    )
-    interpreter.allocate_tensors()
-    for detail, array in zip(interpreter.get_input_details(), arrays, strict=True):
-        interpreter.set_tensor(detail["index"], array)
-    interpreter.invoke()
-    return [interpreter.get_tensor(d["index"]).copy() for d in interpreter.get_output_details()]
 
 
 def assert_matches_litert(model: bytes, directory: Path, seed: int = 0) -> None:

@@ -1,15 +1,16 @@
-"""Compiles the C that `usmp-opt` generates for a model and runs it on given inputs.
+"""Compiles the C that `usmp-opt` generates for a model and runs it on the host.
 
 `compile_model` runs the `usmp-opt` command line as a user would (`usmp-opt MODEL -p PIPELINE
 -t c`, then `-t c-header`), writes a small C `main` that reads the inputs from a binary file,
 calls `<p>_run` (U1, or U4 with `workspace_io=True` through `<p>_map_inputs`/`_map_outputs`)
 a given number of times and writes the outputs and the median time per run, and compiles it
-with gcc. `CompiledModel.run` feeds numpy arrays through it. Used by the tests (which compare
-the outputs with TensorFlow Lite Micro) and by `benchmarks/tflite_models.py`.
+with the C compiler. `CompiledModel.run` feeds numpy arrays through it. Used by `usmp-validate`
+(which compares the outputs with a reference runtime), the tests and the benchmarks.
 """
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import subprocess
@@ -41,7 +42,12 @@ class Port:
 
 
 class ModelBuildError(Exception):
-    """usmp-opt or gcc failed: the message holds their diagnostics."""
+    """usmp-opt or the C compiler failed: the message holds their diagnostics, `diagnostic`
+    usmp-opt's own error line when it was usmp-opt."""
+
+    def __init__(self, message: str, diagnostic: str = ""):
+        super().__init__(message)
+        self.diagnostic = diagnostic
 
 
 def usmp_opt() -> list[str]:
@@ -53,7 +59,10 @@ def usmp_opt() -> list[str]:
 def _run_usmp_opt(arguments: Sequence[str]) -> None:
     ran = subprocess.run([*usmp_opt(), *arguments], capture_output=True, text=True, check=False)
     if ran.returncode:
-        raise ModelBuildError(f"usmp-opt {' '.join(arguments)}: {ran.stderr.strip()}")
+        lines = [line for line in ran.stderr.splitlines() if line.strip()]
+        raise ModelBuildError(
+            f"usmp-opt {' '.join(arguments)}: {ran.stderr.strip()}", lines[-1] if lines else ""
+        )
 
 
 _DTYPES = {
@@ -252,6 +261,20 @@ def generate_c(
         ]
         _run_usmp_opt([str(model), *options, "-o", str(output)])
     return source
+
+
+def plan(model: Path, directory: Path, workspace_io: bool = False) -> dict:
+    """The plan report (SPEC §8) of `model` through the README's pipeline, without C."""
+    directory.mkdir(parents=True, exist_ok=True)
+    report = directory / ("plan_u4.json" if workspace_io else "plan.json")
+    planned = directory / ("planned_u4.mlir" if workspace_io else "planned.mlir")
+    _run_usmp_opt([str(model), "-p", pipeline(workspace_io, report), "-o", str(planned)])
+    return json.loads(report.read_text())
+
+
+def workspace_bytes(plan_report: dict) -> int:
+    """The bytes of every workspace pool of a plan report."""
+    return sum(pool["size_bytes"] for pool in plan_report["pools"] if pool["kind"] == "workspace")
 
 
 def _struct_fields(header: str, struct: str) -> list[str]:
