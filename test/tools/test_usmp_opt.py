@@ -16,6 +16,8 @@ from hypothesis import strategies as st
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.parser import Parser
 
+from usmp_dialect import backend
+from usmp_dialect.backend import get_all_targets
 from usmp_dialect.dialects.pool import (
     POOL_INTEGER_PROPERTIES,
     ConstantPoolOp,
@@ -327,6 +329,41 @@ def test_help_lists_our_passes_and_the_pool_flags(capsys: pytest.CaptureFixture[
         for suffix in INTEGER_PROPERTY_FLAGS:
             assert f"--{kind}-pools-{suffix}" in words
     assert "--internal-pools" in words
+
+
+def test_help_starts_with_the_projects_passes_targets_and_pipeline(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        UsmpOptMain(args=["--help"])
+    assert exit_info.value.code == 0
+    text = capsys.readouterr().out
+    overview, _, rest = text.partition("positional arguments:")
+    assert overview.startswith("usage: usmp-opt [-p PASSES] [-t TARGET]")
+    assert "usmp-opt compiles ML models" in overview
+    flat = " ".join(overview.split())
+    positions = []
+    for name, factory in get_all_passes().items():  # registry order, one line each
+        summary = " ".join(factory().__doc__.strip().splitlines()[0].split())
+        positions.append(flat.index(f" {name} {summary}"))
+    assert positions == sorted(positions)
+    for name in get_all_targets():
+        assert f"\n  {name} " in overview
+    assert " .tflite -f tflite; needs pip install 'usmp-dialect[tflite]'" in flat
+    assert " .onnx -f onnx; needs pip install 'usmp-dialect[onnx]'" in flat
+    assert "-p 'usmp-import-memref,convert-linalg-to-loops,usmp' -t 'c{prefix=net}'" in flat
+    # xDSL's own lists come after ours.
+    assert "arm-asm" not in overview and "arm-asm" in rest
+
+
+def test_a_newly_registered_target_appears_in_the_help(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(backend._TARGETS, "c-project", ("c.target", "CHeaderTarget"))
+    with pytest.raises(SystemExit):
+        UsmpOptMain(args=["--help"])
+    overview = capsys.readouterr().out.partition("positional arguments:")[0]
+    assert "\n  c-project  the header declaring `<prefix>_run`" in overview
 
 
 def test_version_names_the_tool_and_the_package(capsys: pytest.CaptureFixture[str]) -> None:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import inspect
+import re
 import sys
 import textwrap
 from collections.abc import Callable, Sequence
@@ -118,11 +119,94 @@ def _spec_error(flag: str, spec: str, error: ArgSpecParseError) -> str:
 
 class _HelpFormatter(argparse.HelpFormatter):
     """Wraps help text at spaces, never inside a name: `usmp-assign-pools` stays whole (and a
-    comma-separated list such as xDSL's "Available passes are: a,b,c" wraps after its commas)."""
+    comma-separated list such as xDSL's "Available passes are: a,b,c" wraps after its commas).
+    The description and epilog keep their lines (the overview is a table); a long line wraps
+    under its own indentation."""
 
     def _split_lines(self, text: str, width: int) -> list[str]:
         text = " ".join(text.replace(",", ", ").split())
         return textwrap.wrap(text, width, break_on_hyphens=False, break_long_words=False)
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        lines = []
+        for line in text.splitlines():
+            body = line.lstrip()
+            # A table row ("  name    text") wraps under its text, other indented lines by 2.
+            row = re.match(r"\s+\S+\s{2,}", line)
+            leading = len(line) - len(body)
+            hanging = len(row.group()) if row else leading + (2 if leading else 0)
+            lines += textwrap.wrap(
+                body,
+                width,
+                initial_indent=indent + " " * leading,
+                subsequent_indent=indent + " " * hanging,
+                break_on_hyphens=False,
+                break_long_words=False,
+            ) or [""]
+        return "\n".join(lines)
+
+
+CANONICAL_PIPELINE = "usmp-import-memref,convert-linalg-to-loops,usmp"
+
+
+def _summary(factory: Callable[[], type]) -> str:
+    """The first line of a registered class's docstring (without a leading "`-t NAME`: ")."""
+    doc = (factory().__doc__ or "").strip()
+    first = doc.splitlines()[0] if doc else ""
+    return first.split("`: ", 1)[1] if first.startswith("`-t ") and "`: " in first else first
+
+
+def _table(rows: dict[str, str]) -> list[str]:
+    width = max(len(name) for name in rows) + 2
+    return [f"  {name.ljust(width)}{text}" for name, text in rows.items()]
+
+
+def overview() -> str:
+    """The start of `usmp-opt --help`: what the tool is for, then this project's passes,
+    targets and model frontends (read from their registries, so new ones appear here), and the
+    canonical pipeline. Loading every pass and target to read its docstring takes a second, so
+    this is built only when the help is printed."""
+    from usmp_dialect.backend import get_all_targets
+    from usmp_dialect.passes import get_all_passes
+
+    passes = {name: _summary(factory) for name, factory in get_all_passes().items()}
+    targets = {name: _summary(factory) for name, factory in get_all_targets().items()}
+    frontends = {
+        f".{name}": f"-f {name}; needs pip install 'usmp-dialect[{name}]'"
+        for name in get_all_frontends()
+    }
+    return "\n".join(
+        [
+            "usmp-opt compiles ML models and MLIR programs for microcontrollers: it reads a "
+            ".tflite or .onnx model (or MLIR), plans every buffer into memory pools (usmp) and "
+            "prints the planned MLIR or C (-t c). It is xdsl-opt with this project's passes, "
+            "targets and frontends, plus the pool flags below.",
+            "",
+            "usmp passes (-p):",
+            *_table(passes),
+            "",
+            "usmp targets (-t, options in braces: -t 'c{prefix=net}'):",
+            *_table(targets),
+            "",
+            "model frontends (by file extension, or -f NAME):",
+            *_table(frontends),
+            "",
+            "canonical pipeline (a model to C; usmp-validate MODEL checks it against TFLM):",
+            f"  usmp-opt model.tflite -p '{CANONICAL_PIPELINE}' -t 'c{{prefix=net}}' -o net.c",
+            f"  usmp-opt model.tflite -p '{CANONICAL_PIPELINE}' -t 'c-header{{prefix=net}}' "
+            "-o net.h",
+            "",
+            "xDSL's own passes and targets follow ours in the -p and -t lists below.",
+        ]
+    )
+
+
+class _ArgumentParser(argparse.ArgumentParser):
+    """xDSL's argument parser with the overview at the start of the help."""
+
+    def format_help(self) -> str:
+        self.description = overview()
+        return super().format_help()
 
 
 class _OutputBuffer(StringIO):
@@ -158,7 +242,12 @@ class UsmpOptMain(xDSLOptMain):
     def register_all_arguments(self, arg_parser: argparse.ArgumentParser) -> None:
         super().register_all_arguments(arg_parser)
         add_pool_arguments(arg_parser)
+        # xDSLOptMain builds a plain ArgumentParser; ours builds the overview for --help only.
+        arg_parser.__class__ = _ArgumentParser
         arg_parser.prog = PROG
+        arg_parser.usage = (
+            "%(prog)s [-p PASSES] [-t TARGET] [-o OUTPUT_FILE] [options] [input_file]"
+        )
         arg_parser.formatter_class = _HelpFormatter
         arg_parser.epilog = EXIT_STATUS_HELP
         arg_parser.error = fail  # usage errors: one line and exit code 1, like the others
