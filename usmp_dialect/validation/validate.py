@@ -119,7 +119,8 @@ def compare_outputs(
             error = np.where(same_nan, 0.0, np.abs(mine - reference))
             values += mine.size
             differing += int(np.count_nonzero(error != 0))
-            max_abs_error = max(max_abs_error, float(np.max(error, initial=0.0)))
+            # np.max, not max(): a NaN difference must stay NaN (and fail).
+            max_abs_error = float(np.max(error, initial=max_abs_error))
             finite = reference[np.isfinite(reference)]
             reference_magnitude = max(
                 reference_magnitude, float(np.max(np.abs(finite), initial=0.0))
