@@ -182,18 +182,28 @@ def test_a_wrong_result_fails(
     assert lines[-1] == "FAIL: 1 of 1 outputs differ from the reference"
 
 
-def test_inputs_from_npy_files(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_inputs_from_npy_files_through_the_workspace_io_build(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Three inputs stacked in one file, the C built with its I/O in the workspace (U4), the
+    steps on stderr with -v."""
     model = MODELS / "ad01_int8.tflite"
     (port,), _ = host.entry_ports(model)
     stacked = np.stack([random_inputs([port], seed)[0] for seed in (3, 4, 5)])
     np.save(tmp_path / "three.npy", stacked)
-    status, out, err = run_in_process(
-        capsys, str(model), "--input", f"{port.name}=" + str(tmp_path / "three.npy")
-    )
-    assert (status, err) == (0, "")
+    given = f"{port.name}={tmp_path / 'three.npy'}"
+    status, out, err = run_in_process(capsys, str(model), "--input", given, "--workspace-io", "-v")
+    assert status == 0
     lines = out.splitlines()
     assert lines[0].startswith("ad01_int8.tflite: 3 inputs from .npy files; reference TFLM")
     assert lines[1] == "output Identity (int8 1x640): bit-exact"
+    # The same figures whichever way the C was built.
+    assert lines[2].startswith(
+        "workspace: 256 B (inputs and outputs outside), 768 B (inside); TFLM arena: head 768 B"
+    )
+    steps = err.splitlines()
+    assert all(step.startswith("usmp-validate: [") for step in steps)
+    assert "compiling" in steps[0] and steps[-1].endswith("] done")
 
 
 def test_a_missing_reference_runtime_is_one_line(

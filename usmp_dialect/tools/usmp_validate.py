@@ -66,6 +66,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--seed",
         type=int,
+        metavar="S",
         default=DEFAULT_SEED,
         help=f"seed of the random inputs (default {DEFAULT_SEED}): integers over their type's "
         "range, floats normal with deviation 1",
@@ -87,6 +88,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--tolerance",
         type=float,
+        metavar="T",
         default=DEFAULT_TOLERANCE,
         help="float outputs: the largest difference allowed, relative to the largest reference "
         f"magnitude (default {DEFAULT_TOLERANCE:g}); integer outputs must be bit-exact",
