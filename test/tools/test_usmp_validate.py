@@ -312,3 +312,21 @@ def test_no_c_compiler_is_one_line(
     status, out, err = run_in_process(capsys, str(MODELS / "kws_ref_model.tflite"))
     assert (status, out) == (1, "")
     assert err == "usmp-validate: error: the C compiler 'no-such-compiler' (CC) is not found\n"
+
+
+def test_a_failing_c_compiler_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    compiler = tmp_path / "broken-cc"
+    compiler.write_text(
+        "#!/bin/sh\n"
+        "echo 'model.c:1:1: note: first' >&2\n"
+        "echo 'model.c:9:2: error: broken' >&2\n"
+        "exit 1\n"
+    )
+    compiler.chmod(0o755)
+    monkeypatch.setenv("CC", str(compiler))
+    status, out, err = run_in_process(capsys, str(MODELS / "ad01_int8.tflite"))
+    assert (status, out) == (1, "")
+    gist = "model.c:9:2: error: broken"
+    assert err == f"usmp-validate: error: {compiler} failed on the generated C: {gist}\n"

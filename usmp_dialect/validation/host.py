@@ -42,12 +42,19 @@ class Port:
 
 
 class ModelBuildError(Exception):
-    """usmp-opt or the C compiler failed: the message holds their diagnostics, `diagnostic`
-    usmp-opt's own error line when it was usmp-opt."""
+    """usmp-opt, the C compiler or the compiled model failed: the message holds their
+    diagnostics, `diagnostic` the gist in one line (usmp-opt's own error line, the compiler's
+    first error)."""
 
     def __init__(self, message: str, diagnostic: str = ""):
         super().__init__(message)
-        self.diagnostic = diagnostic
+        self.diagnostic = diagnostic or _first_line(message)
+
+
+def _first_line(text: str, containing: str = "") -> str:
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    wanted = [line for line in lines if containing in line]
+    return (wanted or lines or [""])[0]
 
 
 def usmp_opt() -> list[str]:
@@ -220,7 +227,11 @@ class CompiledModel:
             env={"ASAN_OPTIONS": "detect_leaks=0", "UBSAN_OPTIONS": "halt_on_error=1"},
         )
         if ran.returncode or ran.stderr.strip():
-            raise ModelBuildError(f"the model run failed ({ran.returncode}): {ran.stderr[-2000:]}")
+            raise ModelBuildError(
+                f"the model run failed ({ran.returncode}): {ran.stderr[-2000:]}",
+                f"the model run failed (exit status {ran.returncode}): "
+                f"{_first_line(ran.stderr, 'ERROR') or 'no message'}",
+            )
         raw = (directory / "output.bin").read_bytes()
         outputs, offset = [], 0
         for port in self.outputs:
@@ -327,5 +338,9 @@ def compile_model(
     ]
     built = subprocess.run(command, capture_output=True, text=True, check=False)
     if built.returncode:
-        raise ModelBuildError(f"{' '.join(command)}:\n{built.stderr[-4000:]}")
+        raise ModelBuildError(
+            f"{' '.join(command)}:\n{built.stderr[-4000:]}",
+            f"{cc} failed on the generated C: "
+            f"{_first_line(built.stderr, 'error') or f'exit status {built.returncode}'}",
+        )
     return CompiledModel(executable, tuple(inputs), tuple(outputs), source)

@@ -260,13 +260,8 @@ def _as_dtype(array: np.ndarray, port: host.Port) -> np.ndarray:
 
 
 def _build_error(error: host.ModelBuildError) -> ValidationError:
-    if error.diagnostic:
-        return ValidationError(error.diagnostic.removeprefix("usmp-opt: error: "))
-    lines = [line for line in str(error).splitlines() if "error" in line]
-    return ValidationError(
-        "the C compiler failed on the generated C: "
-        + (lines[0].strip() if lines else str(error).splitlines()[0])
-    )
+    """usmp-opt's error line as ours (its prefix dropped), or the compiler's gist."""
+    return ValidationError(error.diagnostic.removeprefix("usmp-opt: error: "))
 
 
 def validate(
@@ -286,7 +281,8 @@ def validate(
     if extension not in MODEL_EXTENSIONS:
         raise ValidationError(f"{model}: not a .tflite or .onnx model")
     try:
-        model.read_bytes()
+        with model.open("rb"):
+            pass
     except OSError as error:
         raise ValidationError(f"cannot read model file '{model}': {error.strerror}") from None
     if inputs < 1:
@@ -329,7 +325,7 @@ def validate(
             try:
                 outputs, _ = compiled.run(sample)
             except host.ModelBuildError as error:
-                message = f"the compiled model failed on input {index}: {error}"
+                message = f"input {index}: {error.diagnostic}"
                 raise ValidationError(message) from None
             ours.append(outputs)
             theirs.append(oracle.run(sample))
