@@ -131,7 +131,7 @@ def test_an_onnx_model_against_onnxruntime(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     pytest.importorskip("onnxruntime")
-    from onnx import helper
+    helper = pytest.importorskip("onnx.helper")
 
     from usmp_dialect.testing.onnx_models import graph_model, weights
 
@@ -257,8 +257,7 @@ def test_a_bad_model_is_one_line(tmp_path: Path) -> None:
 def test_an_unsupported_operator_is_one_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from onnx import helper
-
+    helper = pytest.importorskip("onnx.helper")
     from usmp_dialect.testing.onnx_models import graph_model
 
     model = tmp_path / "exp.onnx"
