@@ -51,6 +51,7 @@ from usmp_dialect.dialects.pool import ConstantPoolOp, PoolOpBase, module_pools
 from usmp_dialect.passes.extract_buffer_info import analyse
 from usmp_dialect.planning import ALGORITHMS, PlanOptions, solve
 from usmp_dialect.planning.problem import Buffer, PlanResult, Pool, Problem, ProblemError
+from usmp_dialect.tools.progress import clear_progress, current_progress, progress
 
 
 def _fail(op: Operation, message: str) -> NoReturn:
@@ -193,7 +194,11 @@ def overflow_message(
     total = sum(problem.buffers[i].size_bytes for i in live)
     pinned = (
         ""
-        if all(buffer.pools == (pool_index,) for buffer in problem.buffers if buffer.size_bytes)
+        if all(
+            buffer.pools == (pool_index,)
+            for buffer in problem.buffers
+            if pool_index in buffer.pools
+        )
         else " that have no other candidate pool"
     )
     return (
@@ -224,6 +229,7 @@ def plan_module(
     analysis = analyse(module, entry)
     pools = list(module_pools(module))
     problem = build_problem(analysis, pools)
+    progress(f"planning {len(problem.buffers)} buffers with '{algorithm}'")
     overflow = forced_overflow(problem)
     if overflow is not None:
         message = overflow_message(module, analysis, problem, overflow)
@@ -270,10 +276,13 @@ class UsmpPlanPass(ModulePass):
         check_plan_options(self.time_limit, self.seed)
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        options = PlanOptions(time_limit_s=self.time_limit, seed=self.seed)
+        options = PlanOptions(
+            time_limit_s=self.time_limit, seed=self.seed, progress=current_progress()
+        )
         analysis, problem, result = plan_module(ctx, op, self.entry, self.algorithm, options)
         note = not_optimal_note(problem, result, self.time_limit)
         if note is not None:
+            clear_progress()
             print(note, file=sys.stderr)
         if self.report is None and self.svg is None:
             return

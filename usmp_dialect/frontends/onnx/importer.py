@@ -44,6 +44,7 @@ from usmp_dialect.kernels.module import (
     memref_of,
     reshape_view,
 )
+from usmp_dialect.tools.progress import progress
 
 ACTIVATION_TYPES = (np.dtype(np.float32), np.dtype(np.int8))
 
@@ -441,6 +442,7 @@ class OnnxImporter:
         from usmp_dialect.frontends.onnx.macs import node_macs
 
         for node in graph.nodes:
+            progress(f"importing node {node.index + 1}/{len(graph.nodes)} ({node.op_type})")
             if node.index not in self.fused:
                 handler = handler_of(node)
                 assert handler is not None

@@ -51,6 +51,7 @@ from usmp_dialect.kernels.module import (
     memref_of,
     reshape_view,
 )
+from usmp_dialect.tools.progress import progress
 
 ACTIVATION_TYPES = (np.dtype(np.int8), np.dtype(np.float32))
 
@@ -389,6 +390,7 @@ class TfliteImporter:
                 )
         entry = self._entry()
         for op in graph.operators:
+            progress(f"importing operator {op.index + 1}/{len(graph.operators)} ({op.opcode})")
             emitted = len(self.module.functions)
             OPERATORS[op.opcode](OperatorContext(self, op))
             facts = OperatorFacts(op.opcode, op.index, operator_macs(graph, op))
