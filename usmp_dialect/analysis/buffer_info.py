@@ -111,7 +111,9 @@ class EntryCall:
 
     call: func.CallOp
     span: Interval
-    """Half-open `[tick of the call, last tick inside the callee + 1)`."""
+    """Half-open `[end of the previous call's span (0 for the first), last tick inside the
+    callee + 1)`: the entry's own ops between two calls (views of the next call's operands,
+    allocations) belong to the call they prepare."""
 
 
 @dataclass(frozen=True)
@@ -355,7 +357,10 @@ class _Walker:
         in_entry = len(self.call_chain) == 1
         self.visit_callee(op, env, tick)
         if in_entry:
-            self.entry_calls.append(EntryCall(op, (tick, self.tick + 1)))
+            # The entry's own ops before a call (views, allocations) prepare it: its span
+            # starts where the previous call's ended.
+            start = self.entry_calls[-1].span[1] if self.entry_calls else 0
+            self.entry_calls.append(EntryCall(op, (start, self.tick + 1)))
 
     def visit_callee(self, op: func.CallOp, env: dict[SSAValue, int], tick: int) -> None:
         callee_name = op.callee.root_reference.data
