@@ -278,7 +278,7 @@ def test_analyze_with_a_size_hint_too_small(small: Path) -> None:
     )
     assert run.returncode == 1
     assert "<- peak <- over" in run.stdout  # the table comes first, marking the operator over
-    assert "1 operators need more than the size hint (2,500 bytes)" in run.stdout
+    assert "1 operator needs more than the size hint (2,500 bytes)" in run.stdout
     assert run.stderr.count("\n") == 1
 
 
@@ -348,3 +348,31 @@ def test_progress_on_a_terminal_only(small: Path, tmp_path: Path) -> None:
         [USMP_OPT, str(small), "--analyze"], capture_output=True, env=env, check=False
     )
     assert piped.returncode == 0 and piped.stderr == b""
+
+
+def test_onnx_nodes_carry_operator_facts(tmp_path: Path) -> None:
+    """ONNX: the node's op type and index; a Relu fused into its Conv adds nothing."""
+    pytest.importorskip("onnx")
+    from onnx import helper
+
+    from usmp_dialect.testing.onnx_models import graph_model, imported_text
+
+    rng = np.random.default_rng(1)
+    init = {
+        "w": rng.standard_normal((6, 3, 3, 3)).astype(np.float32),
+        "b": rng.standard_normal(6).astype(np.float32),
+        "g": rng.standard_normal((5, 6 * 4 * 4)).astype(np.float32),
+        "gb": rng.standard_normal(5).astype(np.float32),
+    }
+    nodes = [
+        helper.make_node("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c"], ["r"]),
+        helper.make_node("Flatten", ["r"], ["f"]),
+        helper.make_node("Gemm", ["f", "g", "gb"], ["y"], transB=1),
+    ]
+    model = graph_model(nodes, [("x", (1, 3, 4, 4))], ["y"], init)
+    text = imported_text(model, tmp_path)
+    # Conv: 6x4x4 outputs x 3x3x3 taps; Gemm: 5 outputs x 96.
+    assert 'usmp.operator = {type = "Conv", index = 0 : i64, macs = 2592 : i64}' in text
+    assert 'usmp.operator = {type = "Gemm", index = 3 : i64, macs = 480 : i64}' in text
+    assert '"Relu"' not in text

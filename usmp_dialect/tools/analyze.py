@@ -132,7 +132,8 @@ def analysis_table(result: Analysis) -> str:
     if budget is not None:
         over = [run for run in runs if run.live_bytes > budget]
         if over:
-            lines.append(f"{len(over)} operators need more than the size hint ({budget:,} bytes)")
+            needs = "1 operator needs" if len(over) == 1 else f"{len(over)} operators need"
+            lines.append(f"{needs} more than the size hint ({budget:,} bytes)")
     lines.append("")
 
     peak = operators.peak_operator()
