@@ -376,3 +376,17 @@ def test_onnx_nodes_carry_operator_facts(tmp_path: Path) -> None:
     assert 'usmp.operator = {type = "Conv", index = 0 : i64, macs = 2592 : i64}' in text
     assert 'usmp.operator = {type = "Gemm", index = 3 : i64, macs = 480 : i64}' in text
     assert '"Relu"' not in text
+
+
+def test_memory_map_names_tensors_and_operators(small: Path, tmp_path: Path) -> None:
+    svg = tmp_path / "map.svg"
+    pipeline = f'usmp-import-memref,convert-linalg-to-loops,usmp{{svg="{svg}"}}'
+    run = run_usmp_opt(str(small), "-p", pipeline, "-t", "c")
+    assert run.returncode == 0, run.stderr
+    text = svg.read_text()
+    for label in ("0 CONV_2D", "1 DEPTHWISE_CONV_2D", "2 ADD", "3 FULLY_CONNECTED"):
+        assert f">{label}</text>" in text
+    assert "<title>operator 2: ADD @add_2, 3072 B live</title>" in text
+    assert "<title>conv_out: 1024 B at offset" in text
+    assert "live during operators 0 to 2</title>" in text
+    assert ">operators \u2192</text>" in text

@@ -174,11 +174,11 @@ def plan_report(
 PANEL_WIDTH = 900.0
 PANEL_HEIGHT = 320.0
 MARGIN = 60.0
-AXIS_HEIGHT = 120.0  # below each panel: the operators along the time axis
+AXIS_HEIGHT = 140.0  # below each panel: the operators along the time axis
 RIGHT_MARGIN = 90.0  # room for the "lower bound" label
 PALETTE = ("#8dd3c7", "#ffffb3", "#bebada", "#fb8072", "#80b1d3", "#fdb462", "#b3de69", "#fccde5")
 CHAR_WIDTH = 6.0  # of the 11-pixel sans-serif labels, roughly
-AXIS_LABEL_CHARS = 18
+AXIS_LABEL_CHARS = 22
 
 
 def _fitted(name: str, room: float) -> str | None:
