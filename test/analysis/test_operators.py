@@ -258,6 +258,7 @@ def test_analyze_prints_the_table(small: Path) -> None:
     lines = run.stdout.splitlines()
     assert lines[0].endswith("small.tflite: 4 operator calls, 11,776 MACs, entry @main")
     assert "pool @global_workspace: 3,072 bytes (lower bound 3,072, at the lower bound)" in lines
+    assert "inputs and outputs (outside the pools): 808 bytes (x 768, y 40)" in lines
     rows = [line.split() for line in lines if line.strip().startswith(("0 ", "1 ", "2 ", "3 "))]
     assert rows == [
         ["0", "conv_2d_0", "CONV_2D", "6,912", "768", "1,024", "0", "1,024"],

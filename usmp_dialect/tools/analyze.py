@@ -3,8 +3,9 @@
 The module (after the `-p` passes, by default the import passes of a model) is planned as
 `usmp-plan` does (algorithm `auto`, entry `main`), and the table printed instead of the module:
 
-* a header line: the model, its operators and multiply-accumulates, each workspace pool's
-  planned size against its lower bound (and its size hint);
+* a header: the model, its operators and multiply-accumulates, each pool's planned size
+  against its lower bound (and its size hint), the peak of live workspace bytes, and the
+  inputs and outputs the application holds outside the pools;
 * one row per operator in execution order (the entry's calls): index, function, type, MACs,
   input / output / scratch bytes and the workspace bytes live while it runs; the operators where
   the live bytes reach their peak are marked `<- peak`, those over a single workspace pool's
@@ -21,11 +22,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import MemRefType, ModuleOp
 
-from usmp_dialect.analysis.buffer_info import BufferAnalysis
+from usmp_dialect.analysis.buffer_info import BufferAnalysis, module_functions
 from usmp_dialect.analysis.operators import OperatorAnalysis, analyse_operators, tensor_name
 from usmp_dialect.dialects.pool import ConstantPoolOp, module_pools
+from usmp_dialect.dialects.usmp import buffer_size_bytes
 from usmp_dialect.planning import PlanOptions
 from usmp_dialect.planning.problem import PlanResult, Problem
 
@@ -45,6 +47,9 @@ class Analysis:
     operators: OperatorAnalysis
     pools: tuple[tuple[str, bool, int | None], ...]
     """Per pool (declaration order): name, whether it is a workspace pool, size hint."""
+    arguments: tuple[tuple[str, int], ...] = ()
+    """The entry's memref arguments (the model's inputs and outputs, which the application
+    provides outside the pools): name and bytes."""
     problem: Problem | None = None
     result: PlanResult | None = None
 
@@ -65,12 +70,18 @@ def analyse_module(
         (pool.pool_name, not isinstance(pool, ConstantPoolOp), pool.capacity_bytes)
         for pool in module_pools(module)
     )
-    unplanned = Analysis(source, analysis, operators, pools)
+    function = module_functions(module).get(entry)
+    arguments = tuple(
+        (argument.name_hint or f"argument {position}", buffer_size_bytes(argument.type))
+        for position, argument in enumerate(function.args if function is not None else ())
+        if isinstance(argument.type, MemRefType)
+    )
+    unplanned = Analysis(source, analysis, operators, pools, arguments)
     try:
         _, problem, result = plan_module(ctx, module, entry, "auto", options)
     except Exception as error:  # a diagnostic: reported by the driver after the table
         return unplanned, error
-    return Analysis(source, analysis, operators, pools, problem, result), None
+    return Analysis(source, analysis, operators, pools, arguments, problem, result), None
 
 
 def _bytes(value: int | None) -> str:
@@ -107,6 +118,10 @@ def analysis_table(result: Analysis) -> str:
         for name, _is_workspace, hint in result.pools:
             lines.append(f"pool @{name}: not planned (size hint {_bytes(hint)})")
     lines.append(f"peak of live workspace bytes: {analysis.memory_pressure_bytes:,}")
+    if result.arguments:
+        listed = ", ".join(f"{name} {size:,}" for name, size in result.arguments)
+        total = sum(size for _name, size in result.arguments)
+        lines.append(f"inputs and outputs (outside the pools): {total:,} bytes ({listed})")
     lines.append("")
 
     peak_bytes = max((run.live_bytes for run in runs), default=0)
