@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import MemRefType, ModuleOp
+from xdsl.utils.exceptions import DiagnosticException
 
 from usmp_dialect.analysis.buffer_info import BufferAnalysis, module_functions
 from usmp_dialect.analysis.operators import OperatorAnalysis, analyse_operators, tensor_name
@@ -56,7 +57,7 @@ class Analysis:
 
 def analyse_module(
     ctx: Context, module: ModuleOp, source: str, entry: str, options: PlanOptions
-) -> tuple[Analysis, Exception | None]:
+) -> tuple[Analysis, DiagnosticException | None]:
     """Analyses and plans `module` in place; the planning error, if any, comes back beside
     the analysis made before it (so the table can still be printed)."""
     from usmp_dialect.passes.assign_pools import UsmpAssignPoolsPass
@@ -79,7 +80,7 @@ def analyse_module(
     unplanned = Analysis(source, analysis, operators, pools, arguments)
     try:
         _, problem, result = plan_module(ctx, module, entry, "auto", options)
-    except Exception as error:  # a diagnostic: reported by the driver after the table
+    except DiagnosticException as error:  # reported by the driver after the table
         return unplanned, error
     return Analysis(source, analysis, operators, pools, arguments, problem, result), None
 
