@@ -18,7 +18,7 @@ func.func @main() {
 // -----
 
 // Each buffer fits, but the two live together do not.
-// CHECK: pool @sram (100 bytes) cannot hold the 128 bytes of buffers live together at time 5 that have no other candidate pool: 'a' (64 bytes), 'b' (64 bytes)
+// CHECK: pool @sram (100 bytes) is too small: at least 128 bytes of buffers are live together at time 5: 'a' (64 bytes), 'b' (64 bytes)
 pool.workspace @sram {size_hint_bytes = 100 : i64}
 func.func @main() {
   %c0 = arith.constant 0 : index

@@ -78,10 +78,14 @@ func.func @main() {
 // REPORT-NEXT: {"name": "global_constant", "kind": "constant", "internal": true, "size_hint_bytes": null, "size_bytes": 20, "lower_bound_bytes": 20}
 // REPORT-NEXT: ],
 // REPORT-NEXT: "buffers": [
-// REPORT-NEXT: {"name": "w1", "function": "main", "kind": "constant", "size_bytes": 4, "alignment": 16, "pool": "global_constant", "offset": {{0|16}}, "live": {{\[\[0, [0-9]+\]\]}}, "conflicts": ["w2"]},
-// REPORT-NEXT: {"name": "w2", "function": "main", "kind": "constant", "size_bytes": 16, "alignment": 16, "pool": "global_constant", "offset": {{0|16}}, "live": {{\[\[0, [0-9]+\]\]}}, "conflicts": ["w1"]},
-// REPORT-NEXT: {"name": "t", "function": "main", "kind": "intermediate", "size_bytes": 16, "alignment": 16, "pool": "global_workspace", "offset": 0, "live": [[6, 8]], "conflicts": []}
-// REPORT-NEXT: ]}
+// REPORT-NEXT: {"name": "w1", "function": "main", "kind": "constant", "size_bytes": 4, "alignment": 16, "pool": "global_constant", "offset": {{0|16}}, "live": {{\[\[0, [0-9]+\]\]}}, "conflicts": ["w2"], "tensor": "w1", "live_operators": []},
+// REPORT-NEXT: {"name": "w2", "function": "main", "kind": "constant", "size_bytes": 16, "alignment": 16, "pool": "global_constant", "offset": {{0|16}}, "live": {{\[\[0, [0-9]+\]\]}}, "conflicts": ["w1"], "tensor": "w2", "live_operators": []},
+// REPORT-NEXT: {"name": "t", "function": "main", "kind": "intermediate", "size_bytes": 16, "alignment": 16, "pool": "global_workspace", "offset": 0, "live": [[6, 8]], "conflicts": [], "tensor": "t", "live_operators": []}
+// REPORT-NEXT: ],
+// REPORT-NEXT: "operators": [
+// REPORT-NEXT: ],
+// REPORT-NEXT: "peak": {"operator": null, "live_bytes": 16, "tensors": []}
+// REPORT-NEXT: }
 // SVG: <svg xmlns="http://www.w3.org/2000/svg"
 // SVG: pool global_workspace: 16 bytes (lower bound 16)
 // SVG: <title>t: 16 B at offset 0, live [6, 8)</title>

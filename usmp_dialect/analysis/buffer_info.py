@@ -106,6 +106,17 @@ class BufferInfo:
 
 
 @dataclass(frozen=True)
+class EntryCall:
+    """A call in the entry function's body (an operator run), with its span on the timeline."""
+
+    call: func.CallOp
+    span: Interval
+    """Half-open `[end of the previous call's span (0 for the first), last tick inside the
+    callee + 1)`: the entry's own ops between two calls (views of the next call's operands,
+    allocations) belong to the call they prepare."""
+
+
+@dataclass(frozen=True)
 class BufferAnalysis:
     """The buffers of a program, in module order, with the allocation op of each."""
 
@@ -116,6 +127,8 @@ class BufferAnalysis:
     """The tick of the end of the run (intervals end at most at `timeline_end + 1`)."""
     memory_pressure_bytes: int
     """Peak of the summed sizes of simultaneously live non-constant buffers."""
+    entry_calls: tuple[EntryCall, ...] = ()
+    """The calls of the entry's body in execution order (the operators of a model)."""
 
     def as_problem(self) -> Problem:
         """The buffers as a planning problem on one pool (for conflicts and bounds)."""
@@ -203,6 +216,7 @@ class _Walker:
         self.instances: list[_Instance] = []
         self.loops: list[_Loop] = []
         self.call_chain: list[str] = []
+        self.entry_calls: list[EntryCall] = []
 
     # -- accesses -------------------------------------------------------------------------
 
@@ -340,6 +354,15 @@ class _Walker:
         self.instances.append(_Instance(index, len(self.loops)))
 
     def call(self, op: func.CallOp, env: dict[SSAValue, int], tick: int) -> None:
+        in_entry = len(self.call_chain) == 1
+        self.visit_callee(op, env, tick)
+        if in_entry:
+            # The entry's own ops before a call (views, allocations) prepare it: its span
+            # starts where the previous call's ended.
+            start = self.entry_calls[-1].span[1] if self.entry_calls else 0
+            self.entry_calls.append(EntryCall(op, (start, self.tick + 1)))
+
+    def visit_callee(self, op: func.CallOp, env: dict[SSAValue, int], tick: int) -> None:
         callee_name = op.callee.root_reference.data
         callee = self.functions.get(callee_name)
         if callee is None:
@@ -403,6 +426,7 @@ def extract_buffer_info(module: ModuleOp, entry: str = "main") -> BufferAnalysis
         allocations=tuple(walker.allocations),
         timeline_end=end,
         memory_pressure_bytes=peak_live_bytes(problem),
+        entry_calls=tuple(walker.entry_calls),
     )
 
 

@@ -12,6 +12,7 @@ After planning both carry `pool = @name` and `offset = N : i64`.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import ClassVar, Self
 
 from xdsl.dialects.builtin import (
@@ -19,6 +20,7 @@ from xdsl.dialects.builtin import (
     AnyFloat,
     ArrayAttr,
     DenseIntOrFPElementsAttr,
+    DictionaryAttr,
     IndexType,
     IntegerAttr,
     IntegerType,
@@ -357,6 +359,49 @@ def io_kind(attr: Attribute | None) -> str | None:
     if isinstance(attr, StringAttr) and attr.data in ("input", "output"):
         return attr.data
     return None
+
+
+OPERATOR_ATTRIBUTE = "usmp.operator"
+"""The `func.func` attribute a frontend puts on each operator function: what model operator
+it computes, `{type = "CONV_2D", index = 0 : i64, macs = N : i64}` (a plain dictionary, so the
+module stays standard MLIR)."""
+
+
+@dataclass(frozen=True)
+class OperatorFacts:
+    """The model operator an operator function computes (its `usmp.operator` attribute)."""
+
+    type: str
+    """The model's operator type: a TFLite builtin operator name, an ONNX op type."""
+    index: int
+    """The operator's index in the model (TFLite operator index, ONNX node index)."""
+    macs: int
+    """Multiply-accumulates of one run, from the static shapes (0 for operators without)."""
+
+    def attribute(self) -> DictionaryAttr:
+        return DictionaryAttr(
+            {
+                "type": StringAttr(self.type),
+                "index": IntegerAttr(self.index, 64),
+                "macs": IntegerAttr(self.macs, 64),
+            }
+        )
+
+
+def operator_facts(attr: Attribute | None) -> OperatorFacts | None:
+    """The facts of a `usmp.operator` attribute, or None when it is absent or malformed."""
+    if not isinstance(attr, DictionaryAttr):
+        return None
+    type_ = attr.data.get("type")
+    index = attr.data.get("index")
+    macs = attr.data.get("macs")
+    if not isinstance(type_, StringAttr) or not isinstance(index, IntegerAttr):
+        return None
+    return OperatorFacts(
+        type_.data,
+        index.value.data,
+        macs.value.data if isinstance(macs, IntegerAttr) else 0,
+    )
 
 
 USMP = Dialect("usmp", [AllocateOp, AllocateConstOp], [])

@@ -4,7 +4,7 @@ symbol names, and the parameters every integer kernel shares (requantisation).""
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
@@ -26,7 +26,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Operation, SSAValue
 
-from usmp_dialect.dialects.usmp import buffer_size_bytes
+from usmp_dialect.dialects.usmp import OPERATOR_ATTRIBUTE, OperatorFacts, buffer_size_bytes
 from usmp_dialect.kernels.builder import KernelBuilder, Value, dense
 from usmp_dialect.kernels.fixed_point import (
     emit_multiply_by_quantized_multiplier,
@@ -106,6 +106,14 @@ class ModelModule:
 
     def module(self) -> ModuleOp:
         return ModuleOp([*self.globals, *self.functions])
+
+
+def mark_operator(functions: Sequence[Operation], facts: OperatorFacts) -> None:
+    """Marks the functions a frontend emitted for one model operator with its facts (the
+    `usmp.operator` attribute), for reports and `usmp-opt --analyze`."""
+    for op in functions:
+        if isinstance(op, func.FuncOp):
+            op.attributes[OPERATOR_ATTRIBUTE] = facts.attribute()
 
 
 def reshape_view(value: SSAValue, shape: tuple[int, ...]) -> memref.ReinterpretCastOp | None:

@@ -51,6 +51,7 @@ from usmp_dialect.dialects.pool import ConstantPoolOp, PoolOpBase, module_pools
 from usmp_dialect.passes.extract_buffer_info import analyse
 from usmp_dialect.planning import ALGORITHMS, PlanOptions, solve
 from usmp_dialect.planning.problem import Buffer, PlanResult, Pool, Problem, ProblemError
+from usmp_dialect.tools.progress import clear_progress, current_progress, progress
 
 
 def _fail(op: Operation, message: str) -> NoReturn:
@@ -128,7 +129,8 @@ def build_problem(analysis: BufferAnalysis, pools: list[PoolOpBase]) -> Problem:
 
 def forced_overflow(problem: Problem) -> tuple[int, int, list[int]] | None:
     """A pool whose single-candidate buffers alone exceed its capacity at some tick: (pool,
-    tick, the buffers live then, largest first), or None. A sweep over the live intervals."""
+    the tick where they peak, the buffers live then, largest first), or None. A sweep over the
+    live intervals."""
     for pool_index, pool in enumerate(problem.pools):
         if pool.capacity_bytes is None:
             continue
@@ -140,7 +142,8 @@ def forced_overflow(problem: Problem) -> tuple[int, int, list[int]] | None:
                     events.append((end, 0, index))
         events.sort()
         live: set[int] = set()
-        live_bytes = 0
+        live_bytes = peak_bytes = 0
+        peak: tuple[int, list[int]] | None = None
         for tick, is_start, index in events:
             if not is_start:
                 live.discard(index)
@@ -148,10 +151,61 @@ def forced_overflow(problem: Problem) -> tuple[int, int, list[int]] | None:
                 continue
             live.add(index)
             live_bytes += problem.buffers[index].size_bytes
-            if live_bytes > pool.capacity_bytes:
-                ordered = sorted(live, key=lambda i: (-problem.buffers[i].size_bytes, i))
-                return pool_index, tick, ordered
+            if live_bytes > pool.capacity_bytes and live_bytes > peak_bytes:
+                peak_bytes = live_bytes
+                peak = tick, sorted(live, key=lambda i: (-problem.buffers[i].size_bytes, i))
+        if peak is not None:
+            return pool_index, *peak
     return None
+
+
+def overflow_message(
+    module: ModuleOp,
+    analysis: BufferAnalysis,
+    problem: Problem,
+    overflow: tuple[int, int, list[int]],
+) -> str:
+    """One line for a pool too small for the buffers pinned to it: the operator running when
+    they peak, the bytes the pool needs, and the tensors live then (with their producers)."""
+    from usmp_dialect.analysis.operators import analyse_operators, tensor_name
+
+    pool_index, tick, live = overflow
+    pool = problem.pools[pool_index]
+    operators = analyse_operators(module, analysis)
+    running = next((run for run in operators.operators if run.span[0] <= tick < run.span[1]), None)
+    if running is None:
+        where = f"at time {tick}"
+    elif running.type == running.name:
+        where = f"while operator {running.index} (@{running.name}) runs"
+    else:
+        where = f"while operator {running.index} ({running.type} @{running.name}) runs"
+
+    def described(index: int) -> str:
+        buffer = problem.buffers[index]
+        name = tensor_name(analysis.allocations[index], buffer.name)
+        producer = operators.producers[index]
+        written = (
+            f", written by operator {operators.operators[producer].index}"
+            if producer is not None
+            else ""
+        )
+        return f"'{name}' ({buffer.size_bytes} bytes{written})"
+
+    total = sum(problem.buffers[i].size_bytes for i in live)
+    pinned = (
+        ""
+        if all(
+            buffer.pools == (pool_index,)
+            for buffer in problem.buffers
+            if pool_index in buffer.pools
+        )
+        else " that have no other candidate pool"
+    )
+    return (
+        f"pool @{pool.name} ({pool.capacity_bytes} bytes) is too small: at least {total} bytes "
+        f"of buffers{pinned} are live together {where}: "
+        + ", ".join(described(index) for index in live)
+    )
 
 
 def plan_module(
@@ -175,19 +229,11 @@ def plan_module(
     analysis = analyse(module, entry)
     pools = list(module_pools(module))
     problem = build_problem(analysis, pools)
+    progress(f"planning {len(problem.buffers)} buffers with '{algorithm}'")
     overflow = forced_overflow(problem)
     if overflow is not None:
-        pool_index, tick, live = overflow
-        pool = problem.pools[pool_index]
-        listed = ", ".join(
-            f"'{problem.buffers[i].name}' ({problem.buffers[i].size_bytes} bytes)" for i in live
-        )
-        total = sum(problem.buffers[i].size_bytes for i in live)
-        _fail(
-            analysis.allocations[live[0]],
-            f"pool @{pool.name} ({pool.capacity_bytes} bytes) cannot hold the {total} bytes of "
-            f"buffers live together at time {tick} that have no other candidate pool: {listed}",
-        )
+        message = overflow_message(module, analysis, problem, overflow)
+        _fail(analysis.allocations[overflow[2][0]], message)
     try:
         result = solve(problem, algorithm, options)
     except (ProblemError, ValueError) as error:
@@ -230,18 +276,24 @@ class UsmpPlanPass(ModulePass):
         check_plan_options(self.time_limit, self.seed)
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        options = PlanOptions(time_limit_s=self.time_limit, seed=self.seed)
+        options = PlanOptions(
+            time_limit_s=self.time_limit, seed=self.seed, progress=current_progress()
+        )
         analysis, problem, result = plan_module(ctx, op, self.entry, self.algorithm, options)
         note = not_optimal_note(problem, result, self.time_limit)
         if note is not None:
+            clear_progress()
             print(note, file=sys.stderr)
         if self.report is None and self.svg is None:
             return
+        from usmp_dialect.analysis.operators import analyse_operators
         from usmp_dialect.passes.plan_report import memory_map_svg, plan_report, write_text
 
         pools = list(module_pools(op))
+        operators = analyse_operators(op, analysis)
         if self.report is not None:
-            text = plan_report(analysis, problem, result, pools)
+            text = plan_report(analysis, problem, result, pools, operators)
             write_text(op, self.report, text, "report")
         if self.svg is not None:
-            write_text(op, self.svg, memory_map_svg(analysis, problem, result), "svg")
+            svg = memory_map_svg(analysis, problem, result, operators)
+            write_text(op, self.svg, svg, "svg")

@@ -22,6 +22,7 @@ would fail. This class only overrides `xDSLOptMain`'s hooks:
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import inspect
 import re
 import sys
@@ -31,6 +32,7 @@ from io import StringIO
 from typing import IO, NoReturn, cast, get_type_hints
 
 from xdsl.dialects.builtin import ModuleOp
+from xdsl.passes import ModulePass
 from xdsl.utils.arg_spec import ArgSpec, parse_pipeline, parse_spec
 from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseError
 from xdsl.utils.target import Target
@@ -39,6 +41,8 @@ from xdsl.xdsl_opt_main import xDSLOptMain
 from usmp_dialect import __version__
 from usmp_dialect.frontends import Importer, get_all_frontends
 from usmp_dialect.frontends.errors import ModelImportError
+from usmp_dialect.planning import PlanOptions
+from usmp_dialect.tools.analyze import ANALYZE_PASSES, analyse_module, analysis_table
 from usmp_dialect.tools.internal_error import reported_as_one_line
 from usmp_dialect.tools.output_file import (
     OutputFileError,
@@ -53,6 +57,12 @@ from usmp_dialect.tools.pool_flags import (
     declare_pools,
     pool_declarations,
 )
+from usmp_dialect.tools.progress import (
+    clear_progress,
+    current_progress,
+    progress,
+    reporting_progress,
+)
 from usmp_dialect.tools.symbol_index import indexed_symbol_lookup
 
 PROG = "usmp-opt"
@@ -65,6 +75,7 @@ EXIT_STATUS_HELP = (
 def fail(message: str) -> NoReturn:
     """Reports a user error as one line on stderr and exits with code 1."""
     sys.stdout.flush()
+    clear_progress()
     print(f"{PROG}: error: {message}", file=sys.stderr)
     raise SystemExit(1)
 
@@ -226,6 +237,7 @@ class UsmpOptMain(xDSLOptMain):
     """The pools the flags declare in every module."""
 
     _output_buffer: _OutputBuffer | None = None
+    _analysis_text: str = ""
     _chunk_start_line: int = 1
 
     def __init__(
@@ -244,6 +256,16 @@ class UsmpOptMain(xDSLOptMain):
         add_pool_arguments(arg_parser)
         # xDSLOptMain builds a plain ArgumentParser; ours builds the overview for --help only.
         arg_parser.__class__ = _ArgumentParser
+        arg_parser.add_argument(
+            "--analyze",
+            action="store_true",
+            help=(
+                "plan the module (after the -p passes, by default "
+                f"'{ANALYZE_PASSES}') and print its memory per operator instead of the module: "
+                "MACs, input/output/scratch bytes, live bytes, the peak and the tensors live "
+                "then; no C"
+            ),
+        )
         arg_parser.prog = PROG
         arg_parser.usage = (
             "%(prog)s [-p PASSES] [-t TARGET] [-o OUTPUT_FILE] [options] [input_file]"
@@ -258,6 +280,8 @@ class UsmpOptMain(xDSLOptMain):
             self.pool_declarations = pool_declarations(self.args)
         except PoolFlagError as error:
             fail(str(error))
+        if self.args.analyze:
+            self._check_analyze_options()
         self._check_target_options()
         try:
             super().setup_pipeline()
@@ -273,6 +297,25 @@ class UsmpOptMain(xDSLOptMain):
                 ]
                 described = _option_type_error(specs, error)
             fail(f"invalid -p '{self.args.passes}': {described or _one_line(str(error))}")
+
+    def _check_analyze_options(self) -> None:
+        """`--analyze` plans by itself and prints a table: -p may only prepare the module."""
+        if self.args.target != "mlir":
+            fail("--analyze prints a table, not a target: drop -t")
+        if not self.args.passes:
+            self.args.passes = ANALYZE_PASSES
+            return
+        planning = {"usmp", "usmp-plan", "usmp-convert-to-pool-offsets", "convert-pool-to-memref"}
+        try:
+            names = [spec.name for spec in parse_pipeline(self.args.passes)]
+        except ArgSpecParseError:
+            return  # reported by setup_pipeline
+        for name in names:
+            if name in planning:
+                fail(
+                    f"--analyze plans the module itself: give -p only the passes before "
+                    f"planning (not '{name}'; default '{ANALYZE_PASSES}')"
+                )
 
     def _check_target_options(self) -> None:
         """Fails now, not after the passes ran, when `-t` has options its target lacks."""
@@ -330,9 +373,43 @@ class UsmpOptMain(xDSLOptMain):
         self._chunk_start_line = start_offset + 1
         return super().parse_chunk(chunk, file_extension, start_offset)
 
+    def setup_pipeline_progress(self) -> None:
+        """Names each pass on the progress line as it starts (a terminal only)."""
+        callback = self.pipeline.callback
+
+        def reporting(
+            previous: ModulePass | None, module: ModuleOp, next_pass: ModulePass | None
+        ) -> None:
+            if callback is not None:
+                callback(previous, module, next_pass)
+            if next_pass is not None:
+                progress(f"running {next_pass.name}")
+
+        self.pipeline = dataclasses.replace(self.pipeline, callback=reporting)
+
     def apply_passes(self, prog: ModuleOp) -> None:
         declare_pools(prog, self.pool_declarations)
         super().apply_passes(prog)
+        if self.args.analyze:
+            self._analyze(prog)
+
+    def _analyze(self, prog: ModuleOp) -> None:
+        """Plans `prog` and keeps the `--analyze` table; when planning fails, the table goes
+        to stdout (when no -o) before the error."""
+        options = PlanOptions(progress=current_progress())
+        source = self.get_input_name()
+        result, error = analyse_module(self.ctx, prog, source, "main", options)
+        self._analysis_text = analysis_table(result)
+        if error is not None:
+            if self._output_buffer is None:
+                clear_progress()
+                sys.stdout.write(self._analysis_text)
+            raise error
+
+    def output_resulting_program(self, prog: ModuleOp) -> str:
+        if self.args.analyze:
+            return self._analysis_text
+        return super().output_resulting_program(prog)
 
     def _where(self) -> str:
         """The input (and with --split-input-file the chunk) being processed."""
@@ -343,7 +420,8 @@ class UsmpOptMain(xDSLOptMain):
 
     def run(self) -> None:
         """Processes the input; user errors end the process with one line and exit code 1."""
-        with deferring_output_files() as side_outputs:
+        with deferring_output_files() as side_outputs, reporting_progress(sys.stderr, PROG):
+            self.setup_pipeline_progress()
             try:
                 super().run()
             except ParseError as error:

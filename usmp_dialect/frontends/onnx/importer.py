@@ -31,6 +31,7 @@ from xdsl.dialects import func, memref
 from xdsl.dialects.builtin import MemRefType, ModuleOp, StringAttr
 from xdsl.ir import SSAValue
 
+from usmp_dialect.dialects.usmp import OperatorFacts
 from usmp_dialect.frontends.errors import ModelImportError
 from usmp_dialect.frontends.onnx.qdq import fuse_qdq
 from usmp_dialect.frontends.onnx.reader import Graph, Node, TensorInfo, read_graph
@@ -39,9 +40,11 @@ from usmp_dialect.kernels.module import (
     ConcatSlices,
     ModelModule,
     c_identifier,
+    mark_operator,
     memref_of,
     reshape_view,
 )
+from usmp_dialect.tools.progress import progress
 
 ACTIVATION_TYPES = (np.dtype(np.float32), np.dtype(np.int8))
 
@@ -436,11 +439,18 @@ class OnnxImporter:
                     f"{graph.path}: {node.describe()}: unsupported operator {node.op_type}{domain}"
                 )
         entry = self._entry()
+        from usmp_dialect.frontends.onnx.macs import node_macs
+
         for node in graph.nodes:
+            progress(f"importing node {node.index + 1}/{len(graph.nodes)} ({node.op_type})")
             if node.index not in self.fused:
                 handler = handler_of(node)
                 assert handler is not None
-                handler(NodeContext(self, node))
+                context = NodeContext(self, node)
+                emitted = len(self.module.functions)
+                handler(context)
+                facts = OperatorFacts(node.op_type, node.index, node_macs(context))
+                mark_operator(self.module.functions[emitted:], facts)
         for tensor in graph.outputs:
             argument = self._arguments[tensor]
             if tensor in self.values and self.values[tensor] is argument:

@@ -38,16 +38,20 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
+from usmp_dialect.dialects.usmp import OperatorFacts
 from usmp_dialect.frontends.errors import ModelImportError
+from usmp_dialect.frontends.tflite.macs import operator_macs
 from usmp_dialect.frontends.tflite.reader import Graph, Operator, Tensor, read_graph
 from usmp_dialect.kernels.builder import KernelBuilder, finish, function
 from usmp_dialect.kernels.module import (
     ConcatSlices,
     ModelModule,
     c_identifier,
+    mark_operator,
     memref_of,
     reshape_view,
 )
+from usmp_dialect.tools.progress import progress
 
 ACTIVATION_TYPES = (np.dtype(np.int8), np.dtype(np.float32))
 
@@ -386,7 +390,11 @@ class TfliteImporter:
                 )
         entry = self._entry()
         for op in graph.operators:
+            progress(f"importing operator {op.index + 1}/{len(graph.operators)} ({op.opcode})")
+            emitted = len(self.module.functions)
             OPERATORS[op.opcode](OperatorContext(self, op))
+            facts = OperatorFacts(op.opcode, op.index, operator_macs(graph, op))
+            mark_operator(self.module.functions[emitted:], facts)
             self._place_strided()
         for index in graph.outputs:
             if index not in self.values or self.values[index] is not self._arguments[index]:

@@ -1,0 +1,33 @@
+"""Multiply-accumulates of a TFLite operator, from its static shapes (the `macs` of the
+`usmp.operator` attribute on its function).
+
+Counted as the usual model profilers do: every tap of every window, padding included. CONV_2D:
+output elements x filter height x width x input channels (the filter is `[O, H, W, I]`);
+DEPTHWISE_CONV_2D: output elements x filter height x width (one input channel per output
+channel); FULLY_CONNECTED: output elements x input depth (the weights are `[units, depth]`).
+Every other operator counts 0: pooling, elementwise arithmetic, softmax and data movement are
+not multiply-accumulates.
+"""
+
+from __future__ import annotations
+
+import math
+
+from usmp_dialect.frontends.tflite.reader import Graph, Operator
+
+
+def operator_macs(graph: Graph, op: Operator) -> int:
+    """The multiply-accumulates of one run of `op` (0 for operators that do none)."""
+    if op.opcode not in ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED"):
+        return 0
+    if len(op.inputs) < 2 or op.inputs[1] < 0 or not op.outputs or op.outputs[0] < 0:
+        return 0
+    weights = graph.tensors[op.inputs[1]].shape
+    outputs = math.prod(graph.tensors[op.outputs[0]].shape)
+    if op.opcode == "CONV_2D" and len(weights) == 4:
+        return outputs * math.prod(weights[1:])
+    if op.opcode == "DEPTHWISE_CONV_2D" and len(weights) == 4:
+        return outputs * weights[1] * weights[2]
+    if op.opcode == "FULLY_CONNECTED" and weights:
+        return outputs * weights[-1]
+    return 0
