@@ -74,21 +74,22 @@ def c_identifier(name: str, fallback: str) -> str:
 
 
 SHORT_NAME_CHARS = 40  # the longest SSA name / C identifier the frontends give a tensor
+IO_NAME_CHARS = 32  # model inputs and outputs: the C backend's struct fields (FIELD_CHARS)
 
 
-def short_identifier(name: str, fallback: str) -> str:
+def short_identifier(name: str, fallback: str, limit: int = SHORT_NAME_CHARS) -> str:
     """A short, readable C identifier for the model tensor `name` (SSA name hint and C field).
 
     TensorFlow names a fused tensor after every op it came from, joined by `;` (kws: 258
     characters); the first is the op that wrote it (`functional_1/activation/Relu`). Of its
     `/` scopes the last two are kept (`activation/Relu`), then `c_identifier`'s rules apply,
-    and the result is cut to `SHORT_NAME_CHARS` (never ending in `_<digits>` or `_`). The full
-    name stays in the `usmp.tensor` attribute."""
+    and the result is cut to `limit` characters (never ending in `_<digits>` or `_`). The
+    full name stays in the `usmp.tensor` attribute."""
     first = name.split(";")[0]
     scopes = [scope for scope in first.split("/") if scope]
     text = c_identifier("/".join(scopes[-2:]), fallback)
-    if len(text) > SHORT_NAME_CHARS:
-        text = c_identifier(text[:SHORT_NAME_CHARS], fallback)
+    if len(text) > limit:
+        text = c_identifier(text[:limit], fallback)
     return text
 
 
@@ -103,13 +104,14 @@ class TensorNames:
     def reserve(self, name: str) -> None:
         self._taken.add(name)
 
-    def __call__(self, original: str, fallback: str = "t") -> str:
+    def __call__(self, original: str, fallback: str = "t", limit: int = SHORT_NAME_CHARS) -> str:
         if original in self._names:
             return self._names[original]
-        base = short_identifier(original, fallback)
+        base = short_identifier(original, fallback, limit)
         name, count = base, 2
         while name in self._taken:
-            name = f"{base}_v{count}"
+            tail = f"_v{count}"
+            name = c_identifier(base[: limit - len(tail)], fallback) + tail
             count += 1
         self._taken.add(name)
         self._names[original] = name

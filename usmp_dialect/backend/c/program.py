@@ -588,6 +588,8 @@ def _tensor_macros(interface: Interface, tensor: TensorIO) -> list[str]:
     """The macros describing one input or output (`<P>_INPUT_<FIELD>_SIZE`, ...)."""
     stem = f"{interface.upper}_{tensor.kind.upper()}_{tensor.name.upper()}"
     described = f" (model tensor '{_comment_text(tensor.tensor)}')" if tensor.tensor else ""
+    if tensor.pool is not None:
+        described += f", in pool {tensor.pool} at offset {tensor.offset}"
     lines = [
         f"/* {tensor.kind} '{tensor.name}'{described} */",
         f"#define {stem}_SIZE {tensor.size_bytes}",

@@ -37,6 +37,7 @@ from usmp_dialect.frontends.onnx.qdq import fuse_qdq
 from usmp_dialect.frontends.onnx.reader import Graph, Node, TensorInfo, read_graph
 from usmp_dialect.kernels.builder import KernelBuilder, finish, function
 from usmp_dialect.kernels.module import (
+    IO_NAME_CHARS,
     ConcatSlices,
     ModelModule,
     TensorNames,
@@ -450,7 +451,7 @@ class OnnxImporter:
             for position, tensor in enumerate(tensors):
                 fallback = kind if len(tensors) == 1 else f"{kind}{position}"
                 type_ = self._memref_type(f"graph {kind}", tensor, graph.infos.get(tensor))
-                arguments.append((self.names(tensor, fallback), type_))
+                arguments.append((self.names(tensor, fallback, IO_NAME_CHARS), type_))
                 attributes: dict[str, Attribute] = {
                     "usmp.io": StringAttr(kind),
                     TENSOR_ATTRIBUTE: StringAttr(tensor),

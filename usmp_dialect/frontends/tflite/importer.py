@@ -43,6 +43,7 @@ from usmp_dialect.frontends.errors import ModelImportError
 from usmp_dialect.frontends.tflite.reader import Graph, Operator, Tensor, read_graph
 from usmp_dialect.kernels.builder import KernelBuilder, finish, function
 from usmp_dialect.kernels.module import (
+    IO_NAME_CHARS,
     ConcatSlices,
     ModelModule,
     TensorNames,
@@ -370,7 +371,8 @@ class TfliteImporter:
             for position, index in enumerate(indices):
                 tensor = graph.tensors[index]
                 fallback = kind if len(indices) == 1 else f"{kind}{position}"
-                arguments.append((self.names(tensor.name, fallback), self.memref_type(tensor)))
+                name = self.names(tensor.name, fallback, IO_NAME_CHARS)
+                arguments.append((name, self.memref_type(tensor)))
                 attributes: dict[str, Attribute] = {
                     "usmp.io": StringAttr(kind),
                     TENSOR_ATTRIBUTE: StringAttr(tensor.name),
