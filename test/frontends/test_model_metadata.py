@@ -187,3 +187,35 @@ def test_onnx_metadata(tmp_path: Path) -> None:
         if isinstance(op, memref.AllocOp)
     }
     assert tensors == {"real": "real"}  # the Relu writes over its input (in place)
+
+
+def test_onnx_qoperator_metadata(tmp_path: Path) -> None:
+    """QOperator form: the QLinearConv reading the input gives its scale and zero point
+    (operands 1, 2) and, writing the output, the output's (operands 6, 7)."""
+    pytest.importorskip("onnx")
+    from onnx import TensorProto, helper, numpy_helper
+
+    from usmp_dialect.frontends.onnx.importer import import_onnx
+
+    initializers = {
+        "xs": np.array(0.1, np.float32),
+        "xz": np.array(-2, np.int8),
+        "w": np.ones((2, 2, 1, 1), np.int8),
+        "ws": np.array([0.1, 0.2], np.float32),
+        "wz": np.array([0, 0], np.int8),
+        "ys": np.array(0.375, np.float32),
+        "yz": np.array(4, np.int8),
+    }
+    conv = helper.make_node("QLinearConv", ["x", "xs", "xz", "w", "ws", "wz", "ys", "yz"], ["y"])
+    graph = helper.make_graph(
+        [conv],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.INT8, [1, 2, 4, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.INT8, [1, 2, 4, 4])],
+        [numpy_helper.from_array(value, name) for name, value in initializers.items()],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    module = import_onnx(model.SerializeToString(), str(tmp_path / "conv.onnx"))
+    (_, input_attrs), (_, output_attrs) = _main_arguments(module)
+    assert _quantization(input_attrs) == (np.float32(0.1), -2)
+    assert _quantization(output_attrs) == (0.375, 4)
