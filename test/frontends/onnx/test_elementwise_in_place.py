@@ -79,7 +79,9 @@ def _buffers_of_calls(text: str) -> dict[str, list[str]]:
 
 def test_only_buffers_read_later_are_kept(tmp_path: Path) -> None:
     text = imported_text(chain_model(), tmp_path)
-    allocations = re.findall(r"%(\w+) = memref\.alloc\(\) : (memref<[^>]*>)", text)
+    allocations = re.findall(
+        r"%(\w+) = memref\.alloc\(\) \{usmp\.tensor = \"\1\"\} : (memref<[^>]*>)", text
+    )
     # the Concat's byte buffer (8x6x6 floats), the Sigmoid's output and the Relu's of `x`
     assert sorted(allocations) == [
         ("cat", "memref<1152xi8>"),

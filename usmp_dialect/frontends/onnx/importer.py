@@ -29,24 +29,50 @@ from typing import Any
 import numpy as np
 from xdsl.dialects import func, memref
 from xdsl.dialects.builtin import MemRefType, ModuleOp, StringAttr
-from xdsl.ir import SSAValue
+from xdsl.ir import Attribute, SSAValue
 
-from usmp_dialect.dialects.usmp import OperatorFacts
+from usmp_dialect.dialects.usmp import (
+    MODEL_ATTRIBUTE,
+    QUANTIZATION_ATTRIBUTE,
+    TENSOR_ATTRIBUTE,
+    OperatorFacts,
+)
 from usmp_dialect.frontends.errors import ModelImportError
 from usmp_dialect.frontends.onnx.qdq import fuse_qdq
 from usmp_dialect.frontends.onnx.reader import Graph, Node, TensorInfo, read_graph
 from usmp_dialect.kernels.builder import KernelBuilder, finish, function
 from usmp_dialect.kernels.module import (
+    IO_NAME_CHARS,
     ConcatSlices,
     ModelModule,
-    c_identifier,
+    TensorNames,
     mark_operator,
     memref_of,
+    model_attribute,
+    quantization_attribute,
     reshape_view,
 )
 from usmp_dialect.tools.progress import progress
 
 ACTIVATION_TYPES = (np.dtype(np.float32), np.dtype(np.int8))
+# Nodes that quantise -> the operand position of their output's scale (its zero point follows).
+# An input's scale and zero point are operands 1 and 2 of the node reading it first
+# (DequantizeLinear, QLinearConv, ...; not QLinearConcat, whose first operand is its scale).
+_OUTPUT_SCALE_OPERAND = {
+    "QuantizeLinear": 1,
+    "DequantizeLinear": 1,
+    "QLinearConv": 6,
+    "QLinearMatMul": 6,
+    "QLinearAdd": 6,
+    "QLinearMul": 6,
+    "QGemm": 7,
+    "QLinearConcat": 0,
+    "QLinearGlobalAveragePool": 3,
+    "QLinearAveragePool": 3,
+    "QLinearSigmoid": 3,
+    "QLinearLeakyRelu": 3,
+    "QLinearSoftmax": 3,
+}
 
 
 @dataclass
@@ -231,6 +257,7 @@ class OnnxImporter:
     def __init__(self, graph: Graph) -> None:
         self.graph = graph
         self.module = ModelModule()
+        self.names = TensorNames()  # short SSA names / C identifiers of the tensors
         self.constants: dict[str, np.ndarray] = dict(graph.initializers)
         self.values: dict[str, SSAValue] = {}
         self.fused: set[int] = set()
@@ -337,15 +364,18 @@ class OnnxImporter:
                 self.main,
                 name,
                 lambda tensor: self._memref_type(where, tensor, self.graph.infos.get(tensor)),
-                lambda tensor: c_identifier(tensor, "t"),
+                self.names,
+                lambda tensor: tensor,
             )
             assert isinstance(value.owner, memref.ViewOp)
             whole = name not in self.concat_slices.slices  # the outermost output
             self._lives_in(name, value, value.owner.source, whole)
         else:
             type_ = self._memref_type(context.node.describe(), name, self.graph.infos.get(name))
-            value = self.main.insert(memref.AllocOp([], [], type_))
-            value.name_hint = c_identifier(name, "t")
+            alloc = memref.AllocOp([], [], type_)
+            alloc.attributes[TENSOR_ATTRIBUTE] = StringAttr(name)
+            value = self.main.insert(alloc)
+            value.name_hint = self.names(name)
             self._lives_in(name, value, value, whole=True)
         self.values[name] = value
         return value
@@ -403,6 +433,59 @@ class OnnxImporter:
             self._lives_in(name, viewed, storage, whole=value in self._whole)
         self.values[name] = viewed
 
+    def _io_quantization(self, tensor: str, kind: str) -> tuple[float, int] | None:
+        """(scale, zero point) of an integer graph input or output, per tensor: the two
+        operands after it of the DequantizeLinear / QLinear node reading the input as its
+        first operand, or the output scale and zero point of the QuantizeLinear / QLinear node
+        writing the output; None when the graph does not say."""
+        info = self.graph.infos.get(tensor)
+        if info is None or info.dtype is None or info.dtype.kind not in "iu":
+            return None
+        if kind == "input":
+            candidates = [
+                (node, 1)
+                for node in self.readers.get(tensor, [])
+                if node.inputs[0] == tensor and node.op_type in _OUTPUT_SCALE_OPERAND
+            ]
+        else:
+            candidates = [
+                (node, _OUTPUT_SCALE_OPERAND[node.op_type])
+                for node in self.graph.nodes
+                if node.op_type in _OUTPUT_SCALE_OPERAND and tensor in node.outputs
+            ]
+        for node, position in candidates:
+            if len(node.inputs) <= position:
+                continue
+            scale = self.constants.get(node.inputs[position])
+            has_zero_point = len(node.inputs) > position + 1 and node.inputs[position + 1]
+            zero_point = (
+                self.constants.get(node.inputs[position + 1]) if has_zero_point else np.zeros(1)
+            )
+            if scale is not None and zero_point is not None and scale.size == zero_point.size == 1:
+                return float(scale.reshape(-1)[0]), int(zero_point.reshape(-1)[0])
+        return None
+        if kind == "input":
+            nodes = [
+                node
+                for node in self.readers.get(tensor, [])
+                if node.inputs[0] == tensor
+                and (node.op_type == "DequantizeLinear" or node.op_type.startswith("QLinear"))
+            ]
+        else:
+            nodes = [
+                node
+                for node in self.graph.nodes
+                if node.op_type == "QuantizeLinear" and tensor in node.outputs
+            ]
+        for node in nodes:
+            if len(node.inputs) < 2:
+                continue
+            scale = self.constants.get(node.inputs[1])
+            zero_point = self.constants.get(node.inputs[2]) if len(node.inputs) > 2 else np.zeros(1)
+            if scale is not None and zero_point is not None and scale.size == zero_point.size == 1:
+                return float(scale.reshape(-1)[0]), int(zero_point.reshape(-1)[0])
+        return None
+
     def _entry(self) -> func.FuncOp:
         graph = self.graph
         duplicated = set(graph.inputs) & set(graph.outputs)
@@ -410,19 +493,22 @@ class OnnxImporter:
             raise ModelImportError(
                 f"{graph.path}: tensor '{min(duplicated)}' is both a graph input and output"
             )
-        names: set[str] = set()
+        self.names.reserve("main")
         arguments: list[tuple[str, MemRefType]] = []
-        attrs = []
+        attrs: list[dict[str, Attribute]] = []
         for kind, tensors in (("input", graph.inputs), ("output", graph.outputs)):
             for position, tensor in enumerate(tensors):
                 fallback = kind if len(tensors) == 1 else f"{kind}{position}"
-                name = c_identifier(tensor, fallback)
-                if name in names or name == "main":
-                    name = f"{name}_{kind}{position}"
-                names.add(name)
                 type_ = self._memref_type(f"graph {kind}", tensor, graph.infos.get(tensor))
-                arguments.append((name, type_))
-                attrs.append({"usmp.io": StringAttr(kind)})
+                arguments.append((self.names(tensor, fallback, IO_NAME_CHARS), type_))
+                attributes: dict[str, Attribute] = {
+                    "usmp.io": StringAttr(kind),
+                    TENSOR_ATTRIBUTE: StringAttr(tensor),
+                }
+                quantization = self._io_quantization(tensor, kind)
+                if quantization is not None:
+                    attributes[QUANTIZATION_ATTRIBUTE] = quantization_attribute(*quantization)
+                attrs.append(attributes)
         op, self.main, values = function("main", arguments, arg_attrs=attrs)
         for tensor, value in zip((*graph.inputs, *graph.outputs), values, strict=True):
             self._arguments[tensor] = value
@@ -467,10 +553,12 @@ class OnnxImporter:
 
 
 def import_onnx(data: bytes, path: str) -> ModuleOp:
-    """The module of the `.onnx` model in `data` (SPEC §9)."""
+    """The module of the `.onnx` model in `data` (SPEC §9), carrying `usmp.model`."""
     from usmp_dialect.frontends.onnx import ops  # noqa: F401  (registers the handlers)
 
-    return OnnxImporter(fuse_qdq(read_graph(data, path))).run()
+    module = OnnxImporter(fuse_qdq(read_graph(data, path))).run()
+    module.attributes[MODEL_ATTRIBUTE] = model_attribute(data, path)
+    return module
 
 
 __all__ = ["MICROSOFT_OPERATORS", "OPERATORS", "NodeContext", "import_onnx", "operator"]
