@@ -68,7 +68,8 @@ def fail(message: str) -> NoReturn:
     raise SystemExit(1)
 
 
-def _one_line(message: str) -> str:
+def one_line(message: str) -> str:
+    """A multi-line message (xDSL's diagnostics) as one line."""
     return " ".join(line.strip() for line in message.splitlines() if line.strip())
 
 
@@ -183,7 +184,7 @@ class UsmpOptMain(xDSLOptMain):
                     if spec.name in self.available_passes
                 ]
                 described = _option_type_error(specs, error)
-            fail(f"invalid -p '{self.args.passes}': {described or _one_line(str(error))}")
+            fail(f"invalid -p '{self.args.passes}': {described or one_line(str(error))}")
 
     def _check_target_options(self) -> None:
         """Fails now, not after the passes ran, when `-t` has options its target lacks."""
@@ -198,7 +199,7 @@ class UsmpOptMain(xDSLOptMain):
             described = None
             if isinstance(error, ValueError):
                 described = _option_type_error([(spec, target_class)], error)
-            fail(f"invalid -t '{self.args.target}': {described or _one_line(str(error))}")
+            fail(f"invalid -t '{self.args.target}': {described or one_line(str(error))}")
 
     def register_all_frontends(self) -> None:
         """xDSL's MLIR frontend plus the model frontends (`.tflite`), by file extension."""
@@ -258,11 +259,11 @@ class UsmpOptMain(xDSLOptMain):
             try:
                 super().run()
             except ParseError as error:
-                fail(f"{error.span.get_location()}: {_one_line(error.msg)}")
+                fail(f"{error.span.get_location()}: {one_line(error.msg)}")
             except UnicodeDecodeError:
                 fail(f"{self._where()}: not UTF-8 text")
             except DiagnosticException as error:
-                fail(f"{self._where()}: {_one_line(str(error))}")
+                fail(f"{self._where()}: {one_line(str(error))}")
             try:
                 side_outputs.commit()
             except OutputFileError as error:
