@@ -98,3 +98,25 @@ def assemble(
         facts=facts,
         files=files,
     )
+
+
+def summary(directory: str, project: CompiledModel, tflm_arena: tuple[int, int] | None) -> str:
+    """What `usmp-opt -t project` prints once the directory is written."""
+    facts = project.facts
+    lines = [
+        f"wrote {directory}/: {' '.join(project.files)}",
+        f"workspace {facts.workspace_bytes:,} bytes, constants {facts.constant_bytes:,} bytes, "
+        f"inputs and outputs {facts.io_bytes:,} bytes",
+    ]
+    if tflm_arena is not None:
+        head, total = tflm_arena
+        lines.append(
+            f"TFLM (tflite-micro) on the same model: arena head {head:,} bytes "
+            f"(activations, inputs and outputs), total {total:,} bytes"
+        )
+    build = f"{directory}/build"
+    lines.append(
+        f"build: cmake -S {directory} -B {build} && cmake --build {build} && "
+        f"{build}/{project.prefix}_main"
+    )
+    return "\n".join(lines) + "\n"
