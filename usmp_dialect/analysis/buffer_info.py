@@ -38,7 +38,7 @@ from xdsl.dialects import func, memref
 from xdsl.dialects.builtin import MemRefType, ModuleOp
 from xdsl.ir import Block, Operation, Region, SSAValue
 
-from usmp_dialect.dialects.usmp import AllocateConstOp, AllocationOp, io_kind
+from usmp_dialect.dialects.usmp import AllocateConstOp, AllocationOp, io_kind, tensor_name
 from usmp_dialect.planning.problem import (
     Buffer,
     Interval,
@@ -103,6 +103,8 @@ class BufferInfo:
     """Sorted, disjoint half-open intervals on the program timeline."""
     io_index: int | None = None
     """For U4 I/O buffers, the position of the entry argument they replace."""
+    tensor: str | None = None
+    """The model's name of the tensor the buffer holds (`usmp.tensor`), when known."""
 
 
 @dataclass(frozen=True)
@@ -435,6 +437,7 @@ def _buffer_info(op: AllocationOp, name: str, spans: list[Interval], end: int) -
         candidate_pools=op.candidate_pool_names,
         live=tuple(merged_intervals(tuple(spans))),
         io_index=io_index if isinstance(io_index, int) else None,
+        tensor=tensor_name(op.attributes),
     )
 
 

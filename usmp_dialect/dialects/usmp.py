@@ -12,6 +12,7 @@ After planning both carry `pool = @name` and `offset = N : i64`.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import ClassVar, Self
 
 from xdsl.dialects.builtin import (
@@ -350,6 +351,19 @@ class AllocateConstOp(AllocationOp):
             raise VerifyException(
                 f"data typed {value_type} does not match the result type {buffer_type}"
             )
+
+
+# Discardable attributes naming what a buffer or entry argument holds in the model it came
+# from (the frontends write them; passes carry them; the report and the C header read them).
+TENSOR_ATTRIBUTE = "usmp.tensor"  # the model's own name of the tensor (a string)
+QUANTIZATION_ATTRIBUTE = "usmp.quantization"  # {scale = <f64>, zero_point = <i64>}, per tensor
+MODEL_ATTRIBUTE = "usmp.model"  # on the module: {name, source, sha256} of the model file
+
+
+def tensor_name(attributes: Mapping[str, Attribute]) -> str | None:
+    """The `usmp.tensor` in `attributes` (an op's attributes or an argument's), or None."""
+    attr = attributes.get(TENSOR_ATTRIBUTE)
+    return attr.data if isinstance(attr, StringAttr) else None
 
 
 def io_kind(attr: Attribute | None) -> str | None:

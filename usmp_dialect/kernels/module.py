@@ -3,15 +3,20 @@ symbol names, and the parameters every integer kernel shares (requantisation).""
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
+from pathlib import PurePath
 from typing import Generic, TypeVar
 
 import numpy as np
 from xdsl.dialects import func, memref
 from xdsl.dialects.builtin import (
     DenseArrayBase,
+    DictionaryAttr,
+    FloatAttr,
+    IntegerAttr,
     IntegerType,
     MemRefType,
     ModuleOp,
@@ -19,6 +24,7 @@ from xdsl.dialects.builtin import (
     TensorType,
     UnitAttr,
     f32,
+    f64,
     i8,
     i16,
     i32,
@@ -26,7 +32,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Operation, SSAValue
 
-from usmp_dialect.dialects.usmp import buffer_size_bytes
+from usmp_dialect.dialects.usmp import TENSOR_ATTRIBUTE, buffer_size_bytes
 from usmp_dialect.kernels.builder import KernelBuilder, Value, dense
 from usmp_dialect.kernels.fixed_point import (
     emit_multiply_by_quantized_multiplier,
@@ -65,6 +71,70 @@ def c_identifier(name: str, fallback: str) -> str:
     while re.search(r"_\d+$", text):
         text = re.sub(r"_(\d+)$", r"\1", text)
     return text
+
+
+SHORT_NAME_CHARS = 40  # the longest SSA name / C identifier the frontends give a tensor
+IO_NAME_CHARS = 32  # model inputs and outputs: the C backend's struct fields (FIELD_CHARS)
+
+
+def short_identifier(name: str, fallback: str, limit: int = SHORT_NAME_CHARS) -> str:
+    """A short, readable C identifier for the model tensor `name` (SSA name hint and C field).
+
+    TensorFlow names a fused tensor after every op it came from, joined by `;` (kws: 258
+    characters); the first is the op that wrote it (`functional_1/activation/Relu`). Of its
+    `/` scopes the last two are kept (`activation/Relu`), then `c_identifier`'s rules apply,
+    and the result is cut to `limit` characters (never ending in `_<digits>` or `_`). The
+    full name stays in the `usmp.tensor` attribute."""
+    first = name.split(";")[0]
+    scopes = [scope for scope in first.split("/") if scope]
+    text = c_identifier("/".join(scopes[-2:]), fallback)
+    if len(text) > limit:
+        text = c_identifier(text[:limit], fallback)
+    return text
+
+
+class TensorNames:
+    """Unique short identifiers for a model's tensors (`short_identifier`), one per original
+    name: a clash gets `_v2`, `_v3`, ... (not `_2`, which xDSL would drop from a name hint)."""
+
+    def __init__(self) -> None:
+        self._names: dict[str, str] = {}
+        self._taken: set[str] = set()
+
+    def reserve(self, name: str) -> None:
+        self._taken.add(name)
+
+    def __call__(self, original: str, fallback: str = "t", limit: int = SHORT_NAME_CHARS) -> str:
+        if original in self._names:
+            return self._names[original]
+        base = short_identifier(original, fallback, limit)
+        name, count = base, 2
+        while name in self._taken:
+            tail = f"_v{count}"
+            name = c_identifier(base[: limit - len(tail)], fallback) + tail
+            count += 1
+        self._taken.add(name)
+        self._names[original] = name
+        return name
+
+
+def quantization_attribute(scale: float, zero_point: int) -> DictionaryAttr:
+    """`{scale = <f64>, zero_point = <i64>}`: per-tensor affine quantisation of a tensor."""
+    return DictionaryAttr(
+        {"scale": FloatAttr(float(scale), f64), "zero_point": IntegerAttr(int(zero_point), i64)}
+    )
+
+
+def model_attribute(data: bytes, path: str) -> DictionaryAttr:
+    """`{name = <file stem>, source = <file name>, sha256 = <hex>}` of the model file."""
+    file = PurePath(path)
+    return DictionaryAttr(
+        {
+            "name": StringAttr(file.stem),
+            "source": StringAttr(file.name),
+            "sha256": StringAttr(hashlib.sha256(data).hexdigest()),
+        }
+    )
 
 
 class ModelModule:
@@ -231,8 +301,10 @@ class ConcatSlices(Generic[K]):
         tensor: K,
         type_of: Callable[[K], MemRefType],
         name_of: Callable[[K], str],
+        tensor_of: Callable[[K], str] | None = None,
     ) -> SSAValue:
-        """The view of `tensor` in its outermost concatenation output's byte buffer."""
+        """The view of `tensor` in its outermost concatenation output's byte buffer (the
+        buffer carries `usmp.tensor = tensor_of(root)`)."""
         if tensor in self._placed:
             return self._placed[tensor]
         root, offset = tensor, 0
@@ -244,7 +316,10 @@ class ConcatSlices(Generic[K]):
         buffer = self._roots.get(root)
         if buffer is None:
             size = buffer_size_bytes(type_of(root))
-            buffer = main.insert(memref.AllocOp([], [], MemRefType(i8, [size])))
+            alloc = memref.AllocOp([], [], MemRefType(i8, [size]))
+            if tensor_of is not None:
+                alloc.attributes[TENSOR_ATTRIBUTE] = StringAttr(tensor_of(root))
+            buffer = main.insert(alloc)
             buffer.name_hint = name_of(root)
             self._roots[root] = buffer
         shift = main.index(offset * element_bytes)

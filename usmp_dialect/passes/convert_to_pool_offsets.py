@@ -13,8 +13,9 @@ The planned program (docs/DESIGN.md):
 * A constant pool gets `data`: its `size_bytes` bytes with each constant's little-endian
   element bytes at its offset (`i1` as 0 or 1), zero elsewhere.
 * Under U4 the module gets `usmp.io_allocations`: per I/O buffer in entry-argument order,
-  `{name, kind, pool, offset, type}`; `name` is the entry argument's name (the allocation's SSA
-  name), even where the buffer's unique name needed a suffix.
+  `{name, kind, pool, offset, type}` (plus `tensor` and `quantization` when the allocation
+  carries `usmp.tensor` / `usmp.quantization`); `name` is the entry argument's name (the
+  allocation's SSA name), even where the buffer's unique name needed a suffix.
 
 Allocations without a plan are left alone; nothing else changes.
 """
@@ -54,7 +55,13 @@ from usmp_dialect.analysis.buffer_info import (
     module_functions,
 )
 from usmp_dialect.dialects.pool import BaseOp, ConstantPoolOp, PoolOpBase, module_pools
-from usmp_dialect.dialects.usmp import AllocateConstOp, AllocationOp, io_kind
+from usmp_dialect.dialects.usmp import (
+    QUANTIZATION_ATTRIBUTE,
+    TENSOR_ATTRIBUTE,
+    AllocateConstOp,
+    AllocationOp,
+    io_kind,
+)
 
 POOL_ARGUMENT_ATTRIBUTE = "pool.pool"
 BUFFER_NAME_ATTRIBUTE = "usmp.buffer"
@@ -216,15 +223,18 @@ def io_allocations(
             continue
         index_attr = op.attributes.get("usmp.io_index")
         index = index_attr.value.data if isinstance(index_attr, IntegerAttr) else position
-        entry = DictionaryAttr(
-            {
-                "name": StringAttr(op.memref.name_hint or names[op]),
-                "kind": StringAttr(kind),
-                "pool": op.pool,
-                "offset": IntegerAttr(op.offset.value.data, 64),
-                "type": op.buffer_type,
-            }
-        )
+        fields: dict[str, Attribute] = {
+            "name": StringAttr(op.memref.name_hint or names[op]),
+            "kind": StringAttr(kind),
+            "pool": op.pool,
+            "offset": IntegerAttr(op.offset.value.data, 64),
+            "type": op.buffer_type,
+        }
+        carried = {"tensor": TENSOR_ATTRIBUTE, "quantization": QUANTIZATION_ATTRIBUTE}
+        for key, attribute in carried.items():
+            if attribute in op.attributes:
+                fields[key] = op.attributes[attribute]
+        entry = DictionaryAttr(fields)
         entries.append((index, position, entry))
     if not entries:
         return None

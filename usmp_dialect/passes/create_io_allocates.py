@@ -3,9 +3,10 @@
 Each memref argument of the entry function (`entry=main`) is removed from its signature and
 replaced by `usmp.allocate {usmp.io = "input" | "output", usmp.io_index = N : i64}` at the
 start of the entry body (N is the argument's position in the original signature, the
-allocation takes the argument's name). The analysis then keeps inputs live from the start of
-the run and outputs until its end, so the application can write every input before the run and
-read every output after it (TVM's U4 let them share memory, tvm-usmp.md §7.3-2).
+allocation takes the argument's name and its `usmp.tensor` / `usmp.quantization` attributes).
+The analysis then keeps inputs live from the start of the run and outputs until its end, so
+the application can write every input before the run and read every output after it (TVM's
+U4 let them share memory, tvm-usmp.md §7.3-2).
 
 An argument is an output when it is written anywhere, directly or through aliases and callees
 (`memref.store`, `memref.copy` targets, linalg `outs`, ops declaring a write effect on it, and
@@ -37,7 +38,13 @@ from xdsl.traits import MemoryEffectKind, get_effects
 from xdsl.utils.exceptions import PassFailedException, VerifyException
 
 from usmp_dialect.analysis.buffer_info import ALIAS_OPS, module_functions
-from usmp_dialect.dialects.usmp import AllocateOp, io_kind, verify_buffer_type
+from usmp_dialect.dialects.usmp import (
+    QUANTIZATION_ATTRIBUTE,
+    TENSOR_ATTRIBUTE,
+    AllocateOp,
+    io_kind,
+    verify_buffer_type,
+)
 
 IO_ATTRIBUTE = "usmp.io"
 IO_INDEX_ATTRIBUTE = "usmp.io_index"
@@ -144,6 +151,9 @@ class UsmpCreateIoAllocatesPass(ModulePass):
             allocation = AllocateOp(buffer_type)
             allocation.attributes[IO_ATTRIBUTE] = StringAttr(kind)
             allocation.attributes[IO_INDEX_ATTRIBUTE] = IntegerAttr(index, 64)
+            for carried in (TENSOR_ATTRIBUTE, QUANTIZATION_ATTRIBUTE):
+                if carried in attrs.data:
+                    allocation.attributes[carried] = attrs.data[carried]
             allocation.memref.name_hint = argument.name_hint or f"arg{index}"
             allocations.append(allocation)
             argument.replace_all_uses_with(allocation.memref)

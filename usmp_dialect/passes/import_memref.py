@@ -1,7 +1,8 @@
 """`usmp-import-memref`: standard MLIR allocations become buffers the planner can place.
 
 * `memref.alloc` / `memref.alloca` with a static shape and the identity layout become
-  `usmp.allocate` (same SSA name, same `alignment`); the `memref.dealloc`s of those buffers
+  `usmp.allocate` (same SSA name, same `alignment`, same `usmp.tensor`: the model's name of
+  the tensor, which the frontends put there); the `memref.dealloc`s of those buffers
   (directly or through a `memref.cast`) are removed, since pool memory is never freed.
 * `memref.get_global` of a constant `memref.global` with dense initial data becomes
   `usmp.allocate_const` holding that data, re-typed to the memref type (same `alignment`).
@@ -49,7 +50,12 @@ from xdsl.traits import SymbolTable
 from xdsl.utils.exceptions import PassFailedException, VerifyException
 
 from usmp_dialect.dialects.upstream import DEALLOC_MESSAGE, DEALLOCATION_ADVICE, DeallocOp
-from usmp_dialect.dialects.usmp import AllocateConstOp, AllocateOp, verify_buffer_type
+from usmp_dialect.dialects.usmp import (
+    TENSOR_ATTRIBUTE,
+    AllocateConstOp,
+    AllocateOp,
+    verify_buffer_type,
+)
 from usmp_dialect.passes.buffer_results_to_out_params import buffer_results_to_out_params
 
 
@@ -195,7 +201,11 @@ class AllocToAllocate(RewritePattern):
     ) -> None:
         memref_type = op.memref.type
         assert isinstance(memref_type, MemRefType)
-        rewriter.replace(op, AllocateOp(memref_type, alignment=_alignment_bytes(op.alignment)))
+        allocation = AllocateOp(memref_type, alignment=_alignment_bytes(op.alignment))
+        tensor = op.attributes.get(TENSOR_ATTRIBUTE)
+        if tensor is not None:
+            allocation.attributes[TENSOR_ATTRIBUTE] = tensor
+        rewriter.replace(op, allocation)
 
 
 @dataclass(frozen=True)

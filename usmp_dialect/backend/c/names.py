@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import dataclass, field
 
@@ -38,25 +39,42 @@ def sanitize(hint: str) -> str:
     return name
 
 
+MAX_IDENTIFIER_CHARS = 63  # C11 5.2.4.1: significant initial characters of an identifier
+_HASH_CHARS = 8
+
+
+def shortened(name: str, limit: int) -> str:
+    """`name` if it has at most `limit` characters, else its start and `_` + 8 hex digits of
+    its SHA-256, `limit` characters in all: stable, and distinct names stay distinct."""
+    if len(name) <= limit:
+        return name
+    digest = hashlib.sha256(name.encode()).hexdigest()[:_HASH_CHARS]
+    return f"{name[: limit - _HASH_CHARS - 1]}_{digest}"
+
+
 @dataclass
 class NameTable:
-    """Hands out unique C identifiers; a clash gets a `_N` suffix, never a merge."""
+    """Hands out unique C identifiers of at most `limit` characters; a clash gets a `_N`
+    suffix, never a merge; a longer hint is cut and gets a short hash (`shortened`)."""
 
     taken: set[str] = field(default_factory=lambda: set(RESERVED_C_NAMES))
+    limit: int = MAX_IDENTIFIER_CHARS
 
     def fresh(self, hint: str) -> str:
         base = sanitize(hint)
         # Identifiers with a leading underscore and capital or double underscore are reserved.
         if base.startswith("__") or (base.startswith("_") and base[1:2].isupper()):
             base = "v" + base
+        base = shortened(base, self.limit)
         name = base
         suffix = 1
         while name in self.taken:
-            name = f"{base}_{suffix}"
+            tail = f"_{suffix}"
+            name = base[: self.limit - len(tail)] + tail
             suffix += 1
         self.taken.add(name)
         return name
 
     def child(self) -> NameTable:
         """A table for a nested scope: starts with every name taken here."""
-        return NameTable(set(self.taken))
+        return NameTable(set(self.taken), self.limit)

@@ -13,8 +13,11 @@ their printed code uses (a pool reached only through unused buffers is no parame
 from __future__ import annotations
 
 import io
+import math
 import re
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 from xdsl.dialects import arith, func, memref
@@ -22,7 +25,10 @@ from xdsl.dialects.builtin import (
     ArrayAttr,
     DenseIntOrFPElementsAttr,
     DictionaryAttr,
+    FloatAttr,
+    IndexType,
     IntegerAttr,
+    IntegerType,
     MemRefType,
     ModuleOp,
     StringAttr,
@@ -46,7 +52,17 @@ from usmp_dialect.backend.c.printer import (
     unsupported_op_error,
 )
 from usmp_dialect.dialects import pool
+from usmp_dialect.dialects.usmp import (
+    MODEL_ATTRIBUTE,
+    QUANTIZATION_ATTRIBUTE,
+    TENSOR_ATTRIBUTE,
+    buffer_size_bytes,
+)
 
+# Struct fields (inputs, outputs, pools) are at most 32 characters, so that the macros made
+# of them (`<P>_OUTPUT_<FIELD>_ZERO_POINT`) stay within C's 63 significant characters for
+# prefixes of up to 12 (`usmp_default`).
+FIELD_CHARS = 32
 IO_ALLOCATIONS_ATTR = "usmp.io_allocations"
 TARGET_ATTRIBUTE = "usmp.target"
 
@@ -87,9 +103,28 @@ class TensorIO:
 
     name: str  # C field name
     kind: str  # "input" | "output"
-    element_type: str
+    element_type: str  # the C element type, e.g. "int8_t"
     pool: str | None = None  # U4: where it lives
     offset: int = 0
+    shape: tuple[int, ...] = ()
+    dtype: str = ""  # the element type by its numpy name, e.g. "int8", "float32"
+    size_bytes: int = 0
+    tensor: str | None = None  # the model's name of the tensor (`usmp.tensor`)
+    scale: float | None = None  # per-tensor quantisation (`usmp.quantization`)
+    zero_point: int | None = None
+
+    @property
+    def elements(self) -> int:
+        return math.prod(self.shape)
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    """Where the program came from (`usmp.model`, written by the model frontends)."""
+
+    name: str
+    source: str
+    sha256: str
 
 
 @dataclass(frozen=True)
@@ -99,10 +134,21 @@ class Interface:
     inputs: tuple[TensorIO, ...]
     outputs: tuple[TensorIO, ...]
     workspace_io: bool  # U4
+    model: ModelInfo | None = None
 
     @property
     def upper(self) -> str:
         return self.prefix.upper()
+
+    @property
+    def workspace_size_bytes(self) -> int:
+        """All workspace pools, internal and external: the RAM the run needs beside its stack
+        (and, except under U4, beside the inputs and outputs)."""
+        return sum(p.size_bytes for p in self.pools if p.kind == "workspace")
+
+    @property
+    def constants_size_bytes(self) -> int:
+        return sum(p.size_bytes for p in self.pools if p.const)
 
     @property
     def external_pools(self) -> tuple[PoolInfo, ...]:
@@ -294,12 +340,12 @@ def build_interface(
     entry = find_entry(module, entry_name)
     if written is None:
         written = written_arguments([op for op in module.ops if isinstance(op, func.FuncOp)])
-    field_names = NameTable()
+    field_names = NameTable(limit=FIELD_CHARS)
     pools = tuple(_pool_info(p, module, field_names) for p in pool.module_pools(module))
     io_attr = module.attributes.get(IO_ALLOCATIONS_ATTR)
     inputs: list[TensorIO] = []
     outputs: list[TensorIO] = []
-    io_names = NameTable()
+    io_names = NameTable(limit=FIELD_CHARS)
     if io_attr is not None:
         if not isinstance(io_attr, ArrayAttr):
             raise DiagnosticException(f"C backend: {IO_ALLOCATIONS_ATTR} must be an array")
@@ -310,15 +356,8 @@ def build_interface(
             )
         for item in io_attr.data:
             tensor = _io_allocation(item, pools)
-            (inputs if tensor.kind == "input" else outputs).append(
-                TensorIO(
-                    io_names.fresh(tensor.name),
-                    tensor.kind,
-                    tensor.element_type,
-                    tensor.pool,
-                    tensor.offset,
-                )
-            )
+            tensor = replace(tensor, name=_field_name(io_names, tensor.name))
+            (inputs if tensor.kind == "input" else outputs).append(tensor)
     else:
         flags = written[entry_name]
         for index, arg in enumerate(entry.body.block.args):
@@ -327,16 +366,99 @@ def build_interface(
                     f"C backend: the entry function @{entry_name} takes a non-memref argument "
                     f"#{index} ({arg.type}); model inputs and outputs are memrefs"
                 )
-            io = _argument_attributes(entry, index).get("usmp.io")
+            attributes = _argument_attributes(entry, index)
+            io = attributes.get("usmp.io")
             written_kind = "output" if flags[index] else "input"
             kind = io.data if isinstance(io, StringAttr) else written_kind
-            tensor = TensorIO(
-                io_names.fresh(arg.name_hint or f"arg{index}"),
+            tensor = _tensor_io(
+                _field_name(io_names, arg.name_hint or f"arg{index}"),
                 kind,
-                _element_c_type(arg.type, f"argument #{index} of function @{entry_name}"),
+                arg.type,
+                attributes,
+                f"argument #{index} of function @{entry_name}",
             )
             (inputs if kind == "input" else outputs).append(tensor)
-    return Interface(prefix, pools, tuple(inputs), tuple(outputs), io_attr is not None)
+    return Interface(
+        prefix, pools, tuple(inputs), tuple(outputs), io_attr is not None, _model_info(module)
+    )
+
+
+def _field_name(names: NameTable, hint: str) -> str:
+    """A struct field for an input or output, unique also in upper case (the macros)."""
+    name = names.fresh(hint)
+    while any(name.upper() == other.upper() for other in names.taken if other != name):
+        name = names.fresh(hint)
+    return name
+
+
+def _model_info(module: ModuleOp) -> ModelInfo | None:
+    attr = module.attributes.get(MODEL_ATTRIBUTE)
+    if not isinstance(attr, DictionaryAttr):
+        return None
+    fields = {key: value.data for key, value in attr.data.items() if isinstance(value, StringAttr)}
+    if not all(key in fields for key in ("name", "source", "sha256")):
+        raise DiagnosticException(
+            f'C backend: malformed {MODEL_ATTRIBUTE} {attr}: expected {{name = "...", '
+            'source = "...", sha256 = "..."}'
+        )
+    return ModelInfo(fields["name"], fields["source"], fields["sha256"])
+
+
+def _tensor_io(
+    name: str,
+    kind: str,
+    memref_type: MemRefType,
+    attributes: Mapping[str, Attribute],
+    where: str,
+    pool_name: str | None = None,
+    offset: int = 0,
+) -> TensorIO:
+    """A model input or output of type `memref_type`, described by `attributes` (those of an
+    entry argument, or of a `usmp.io_allocations` entry with `tensor` / `quantization`)."""
+    element_c = _element_c_type(memref_type, where)
+    tensor = attributes.get(TENSOR_ATTRIBUTE, attributes.get("tensor"))
+    quantization = attributes.get(QUANTIZATION_ATTRIBUTE, attributes.get("quantization"))
+    scale = zero_point = None
+    if quantization is not None:
+        scale_attr = (
+            quantization.data.get("scale") if isinstance(quantization, DictionaryAttr) else None
+        )
+        zero_attr = (
+            quantization.data.get("zero_point")
+            if isinstance(quantization, DictionaryAttr)
+            else None
+        )
+        if not (
+            isinstance(scale_attr, FloatAttr | IntegerAttr) and isinstance(zero_attr, IntegerAttr)
+        ):
+            raise DiagnosticException(
+                f"C backend: malformed {QUANTIZATION_ATTRIBUTE} {quantization} on {where}: "
+                "expected {scale = <f64>, zero_point = <i64>}"
+            )
+        scale, zero_point = float(scale_attr.value.data), int(zero_attr.value.data)
+    return TensorIO(
+        name,
+        kind,
+        element_c,
+        pool_name,
+        offset,
+        shape=tuple(memref_type.get_shape()),
+        dtype=_dtype_name(memref_type.element_type),
+        size_bytes=buffer_size_bytes(memref_type),
+        tensor=tensor.data if isinstance(tensor, StringAttr) else None,
+        scale=scale,
+        zero_point=zero_point,
+    )
+
+
+def _dtype_name(element_type: Attribute) -> str:
+    """The element type by its numpy name (`int8`, `float32`, `bool` for i1)."""
+    if isinstance(element_type, IndexType):
+        return "int64"
+    if isinstance(element_type, IntegerType):
+        bits = element_type.width.data
+        return "bool" if bits == 1 else f"int{bits}"
+    return f"float{c_types.width(element_type)}"
 
 
 def _element_c_type(memref_type: MemRefType, where: str) -> str:
@@ -369,8 +491,14 @@ def _io_allocation(item: object, pools: tuple[PoolInfo, ...]) -> TensorIO:
         raise DiagnosticException(
             f"C backend: {IO_ALLOCATIONS_ATTR} entry '{name.data}' names unknown pool @{pool_name}"
         )
-    return TensorIO(
-        name.data, kind.data, c_types.c_type(type_.element_type), pool_name, offset.value.data
+    return _tensor_io(
+        name.data,
+        kind.data,
+        type_,
+        fields,
+        f"{IO_ALLOCATIONS_ATTR} entry '{name.data}'",
+        pool_name,
+        offset.value.data,
     )
 
 
@@ -441,11 +569,56 @@ def _struct(name: str, fields: list[str], comment: str) -> list[str]:
     return lines
 
 
+def _comment_text(text: str) -> str:
+    """`text` safe inside a C block comment (no `*/`, no control characters)."""
+    text = "".join(c if c.isprintable() else "?" for c in text)
+    return text.replace("*/", "*\\/")
+
+
+def scale_literal(scale: float) -> str:
+    """The float32 `scale` as the shortest C float literal that reads back as that float32."""
+    text = str(np.float32(scale))
+    if not any(c in text for c in ".e"):
+        text += ".0"
+    text += "f"
+    return f"({text})" if text.startswith("-") else text
+
+
+def _tensor_macros(interface: Interface, tensor: TensorIO) -> list[str]:
+    """The macros describing one input or output (`<P>_INPUT_<FIELD>_SIZE`, ...)."""
+    stem = f"{interface.upper}_{tensor.kind.upper()}_{tensor.name.upper()}"
+    described = f" (model tensor '{_comment_text(tensor.tensor)}')" if tensor.tensor else ""
+    if tensor.pool is not None:
+        described += f", in pool {tensor.pool} at offset {tensor.offset}"
+    lines = [
+        f"/* {tensor.kind} '{tensor.name}'{described} */",
+        f"#define {stem}_SIZE {tensor.size_bytes}",
+        f"#define {stem}_ELEMENTS {tensor.elements}",
+        f"#define {stem}_RANK {len(tensor.shape)}",
+    ]
+    if tensor.shape:  # C has no empty initializer list
+        lines.append(f"#define {stem}_SHAPE {{{', '.join(map(str, tensor.shape))}}}")
+    lines.append(f"#define {stem}_DTYPE {tensor.element_type}")
+    if tensor.scale is not None and math.isfinite(tensor.scale):
+        lines.append(f"#define {stem}_SCALE {scale_literal(tensor.scale)}")
+    if tensor.zero_point is not None:
+        text = str(tensor.zero_point)
+        lines.append(f"#define {stem}_ZERO_POINT {f'({text})' if tensor.zero_point < 0 else text}")
+    return lines
+
+
 def emit_header(interface: Interface) -> str:
     p, P = interface.prefix, interface.upper
     guard = f"{P}_H_"
-    lines = [
-        f"/* {p}.h: interface of the model '{p}', generated by usmp-dialect (C backend). */",
+    lines = [f"/* {p}.h: interface of the model '{p}', generated by usmp-dialect (C backend)."]
+    if interface.model is not None:
+        model = interface.model
+        lines += [
+            f" * Model: {_comment_text(model.name)} (file {_comment_text(model.source)},",
+            f" * sha256 {_comment_text(model.sha256)}).",
+        ]
+    lines[-1] += " */"
+    lines += [
         f"#ifndef {guard}",
         f"#define {guard}",
         "",
@@ -455,7 +628,15 @@ def emit_header(interface: Interface) -> str:
         'extern "C" {',
         "#endif",
         "",
+        f"#define {P}_INPUTS_COUNT {len(interface.inputs)}",
+        f"#define {P}_OUTPUTS_COUNT {len(interface.outputs)}",
+        "/* bytes of all workspace pools (internal and external) and of all constant pools */",
+        f"#define {P}_WORKSPACE_SIZE {interface.workspace_size_bytes}",
+        f"#define {P}_CONSTANTS_SIZE {interface.constants_size_bytes}",
+        "",
     ]
+    for tensor in (*interface.inputs, *interface.outputs):
+        lines += [*_tensor_macros(interface, tensor), ""]
     for pool_info in interface.external_pools:
         kind = pool_info.kind.upper()
         lines.append(
@@ -496,6 +677,53 @@ def emit_header(interface: Interface) -> str:
         "",
     ]
     return "\n".join(lines)
+
+
+def interface_dict(interface: Interface) -> dict[str, Any]:
+    """The interface as plain JSON-able data (for `metadata.json` and tools): the model, the
+    pools, and per input and output its C field, model tensor, shape, types, bytes and
+    quantisation (None where the program does not say)."""
+
+    def tensor_dict(tensor: TensorIO) -> dict[str, Any]:
+        return {
+            "name": tensor.name,
+            "tensor": tensor.tensor,
+            "shape": list(tensor.shape),
+            "elements": tensor.elements,
+            "dtype": tensor.dtype,
+            "c_type": tensor.element_type,
+            "size_bytes": tensor.size_bytes,
+            "scale": tensor.scale,
+            "zero_point": tensor.zero_point,
+            "pool": tensor.pool,
+            "offset": tensor.offset if tensor.pool is not None else None,
+        }
+
+    model = interface.model
+    return {
+        "prefix": interface.prefix,
+        "model": (
+            {"name": model.name, "source": model.source, "sha256": model.sha256}
+            if model is not None
+            else None
+        ),
+        "workspace_io": interface.workspace_io,
+        "workspace_size_bytes": interface.workspace_size_bytes,
+        "constants_size_bytes": interface.constants_size_bytes,
+        "pools": [
+            {
+                "name": pool_info.name,
+                "field": pool_info.field,
+                "kind": pool_info.kind,
+                "internal": pool_info.internal,
+                "size_bytes": pool_info.size_bytes,
+                "alignment": pool_info.alignment_bytes,
+            }
+            for pool_info in interface.pools
+        ],
+        "inputs": [tensor_dict(tensor) for tensor in interface.inputs],
+        "outputs": [tensor_dict(tensor) for tensor in interface.outputs],
+    }
 
 
 # ---- source ----------------------------------------------------------------------------------

@@ -29,17 +29,21 @@ from typing import Any
 import numpy as np
 from xdsl.dialects import func, memref
 from xdsl.dialects.builtin import MemRefType, ModuleOp, StringAttr
-from xdsl.ir import SSAValue
+from xdsl.ir import Attribute, SSAValue
 
+from usmp_dialect.dialects.usmp import MODEL_ATTRIBUTE, QUANTIZATION_ATTRIBUTE, TENSOR_ATTRIBUTE
 from usmp_dialect.frontends.errors import ModelImportError
 from usmp_dialect.frontends.onnx.qdq import fuse_qdq
 from usmp_dialect.frontends.onnx.reader import Graph, Node, TensorInfo, read_graph
 from usmp_dialect.kernels.builder import KernelBuilder, finish, function
 from usmp_dialect.kernels.module import (
+    IO_NAME_CHARS,
     ConcatSlices,
     ModelModule,
-    c_identifier,
+    TensorNames,
     memref_of,
+    model_attribute,
+    quantization_attribute,
     reshape_view,
 )
 
@@ -228,6 +232,7 @@ class OnnxImporter:
     def __init__(self, graph: Graph) -> None:
         self.graph = graph
         self.module = ModelModule()
+        self.names = TensorNames()  # short SSA names / C identifiers of the tensors
         self.constants: dict[str, np.ndarray] = dict(graph.initializers)
         self.values: dict[str, SSAValue] = {}
         self.fused: set[int] = set()
@@ -334,15 +339,18 @@ class OnnxImporter:
                 self.main,
                 name,
                 lambda tensor: self._memref_type(where, tensor, self.graph.infos.get(tensor)),
-                lambda tensor: c_identifier(tensor, "t"),
+                self.names,
+                lambda tensor: tensor,
             )
             assert isinstance(value.owner, memref.ViewOp)
             whole = name not in self.concat_slices.slices  # the outermost output
             self._lives_in(name, value, value.owner.source, whole)
         else:
             type_ = self._memref_type(context.node.describe(), name, self.graph.infos.get(name))
-            value = self.main.insert(memref.AllocOp([], [], type_))
-            value.name_hint = c_identifier(name, "t")
+            alloc = memref.AllocOp([], [], type_)
+            alloc.attributes[TENSOR_ATTRIBUTE] = StringAttr(name)
+            value = self.main.insert(alloc)
+            value.name_hint = self.names(name)
             self._lives_in(name, value, value, whole=True)
         self.values[name] = value
         return value
@@ -400,6 +408,35 @@ class OnnxImporter:
             self._lives_in(name, viewed, storage, whole=value in self._whole)
         self.values[name] = viewed
 
+    def _io_quantization(self, tensor: str, kind: str) -> tuple[float, int] | None:
+        """(scale, zero point) of an integer graph input or output, per tensor: from the
+        DequantizeLinear / QLinear node reading the input (its inputs 1 and 2) or the
+        QuantizeLinear writing the output; None when the graph does not say."""
+        info = self.graph.infos.get(tensor)
+        if info is None or info.dtype is None or info.dtype.kind not in "iu":
+            return None
+        if kind == "input":
+            nodes = [
+                node
+                for node in self.readers.get(tensor, [])
+                if node.inputs[0] == tensor
+                and (node.op_type == "DequantizeLinear" or node.op_type.startswith("QLinear"))
+            ]
+        else:
+            nodes = [
+                node
+                for node in self.graph.nodes
+                if node.op_type == "QuantizeLinear" and tensor in node.outputs
+            ]
+        for node in nodes:
+            if len(node.inputs) < 2:
+                continue
+            scale = self.constants.get(node.inputs[1])
+            zero_point = self.constants.get(node.inputs[2]) if len(node.inputs) > 2 else np.zeros(1)
+            if scale is not None and zero_point is not None and scale.size == zero_point.size == 1:
+                return float(scale.reshape(-1)[0]), int(zero_point.reshape(-1)[0])
+        return None
+
     def _entry(self) -> func.FuncOp:
         graph = self.graph
         duplicated = set(graph.inputs) & set(graph.outputs)
@@ -407,19 +444,22 @@ class OnnxImporter:
             raise ModelImportError(
                 f"{graph.path}: tensor '{min(duplicated)}' is both a graph input and output"
             )
-        names: set[str] = set()
+        self.names.reserve("main")
         arguments: list[tuple[str, MemRefType]] = []
-        attrs = []
+        attrs: list[dict[str, Attribute]] = []
         for kind, tensors in (("input", graph.inputs), ("output", graph.outputs)):
             for position, tensor in enumerate(tensors):
                 fallback = kind if len(tensors) == 1 else f"{kind}{position}"
-                name = c_identifier(tensor, fallback)
-                if name in names or name == "main":
-                    name = f"{name}_{kind}{position}"
-                names.add(name)
                 type_ = self._memref_type(f"graph {kind}", tensor, graph.infos.get(tensor))
-                arguments.append((name, type_))
-                attrs.append({"usmp.io": StringAttr(kind)})
+                arguments.append((self.names(tensor, fallback, IO_NAME_CHARS), type_))
+                attributes: dict[str, Attribute] = {
+                    "usmp.io": StringAttr(kind),
+                    TENSOR_ATTRIBUTE: StringAttr(tensor),
+                }
+                quantization = self._io_quantization(tensor, kind)
+                if quantization is not None:
+                    attributes[QUANTIZATION_ATTRIBUTE] = quantization_attribute(*quantization)
+                attrs.append(attributes)
         op, self.main, values = function("main", arguments, arg_attrs=attrs)
         for tensor, value in zip((*graph.inputs, *graph.outputs), values, strict=True):
             self._arguments[tensor] = value
@@ -457,10 +497,12 @@ class OnnxImporter:
 
 
 def import_onnx(data: bytes, path: str) -> ModuleOp:
-    """The module of the `.onnx` model in `data` (SPEC §9)."""
+    """The module of the `.onnx` model in `data` (SPEC §9), carrying `usmp.model`."""
     from usmp_dialect.frontends.onnx import ops  # noqa: F401  (registers the handlers)
 
-    return OnnxImporter(fuse_qdq(read_graph(data, path))).run()
+    module = OnnxImporter(fuse_qdq(read_graph(data, path))).run()
+    module.attributes[MODEL_ATTRIBUTE] = model_attribute(data, path)
+    return module
 
 
 __all__ = ["MICROSOFT_OPERATORS", "OPERATORS", "NodeContext", "import_onnx", "operator"]

@@ -35,17 +35,21 @@ from xdsl.dialects.builtin import (
     ModuleOp,
     StringAttr,
 )
-from xdsl.ir import SSAValue
+from xdsl.ir import Attribute, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
+from usmp_dialect.dialects.usmp import MODEL_ATTRIBUTE, QUANTIZATION_ATTRIBUTE, TENSOR_ATTRIBUTE
 from usmp_dialect.frontends.errors import ModelImportError
 from usmp_dialect.frontends.tflite.reader import Graph, Operator, Tensor, read_graph
 from usmp_dialect.kernels.builder import KernelBuilder, finish, function
 from usmp_dialect.kernels.module import (
+    IO_NAME_CHARS,
     ConcatSlices,
     ModelModule,
-    c_identifier,
+    TensorNames,
     memref_of,
+    model_attribute,
+    quantization_attribute,
     reshape_view,
 )
 
@@ -141,6 +145,7 @@ class TfliteImporter:
     def __init__(self, graph: Graph) -> None:
         self.graph = graph
         self.module = ModelModule()
+        self.names = TensorNames()  # short SSA names / C identifiers of the tensors
         self.folded: dict[int, np.ndarray] = {}
         self.values: dict[int, SSAValue] = {}
         self.main: KernelBuilder
@@ -321,12 +326,14 @@ class TfliteImporter:
                 self.main,
                 tensor.index,
                 lambda index: self.memref_type(tensors[index]),
-                lambda index: c_identifier(tensors[index].name, "t"),
+                lambda index: self.names(tensors[index].name),
+                lambda index: tensors[index].name,
             )
         else:
-            type_ = self.memref_type(tensor)
-            value = self.main.insert(memref.AllocOp([], [], type_))
-            value.name_hint = c_identifier(tensor.name, "t")
+            alloc = memref.AllocOp([], [], self.memref_type(tensor))
+            alloc.attributes[TENSOR_ATTRIBUTE] = StringAttr(tensor.name)
+            value = self.main.insert(alloc)
+            value.name_hint = self.names(tensor.name)
             if tensor.index in self.strided:
                 self._pending.append((tensor.index, value))
         self.values[tensor.index] = value
@@ -357,19 +364,29 @@ class TfliteImporter:
             raise ModelImportError(
                 f"{graph.path}: {tensor.describe()} is both a model input and output"
             )
-        names: set[str] = set()
+        self.names.reserve("main")
         arguments: list[tuple[str, MemRefType]] = []
-        attrs = []
+        attrs: list[dict[str, Attribute]] = []
         for kind, indices in (("input", graph.inputs), ("output", graph.outputs)):
             for position, index in enumerate(indices):
                 tensor = graph.tensors[index]
                 fallback = kind if len(indices) == 1 else f"{kind}{position}"
-                name = c_identifier(tensor.name, fallback)
-                if name in names or name in ("main",):
-                    name = f"{name}_{kind}{position}"
-                names.add(name)
+                name = self.names(tensor.name, fallback, IO_NAME_CHARS)
                 arguments.append((name, self.memref_type(tensor)))
-                attrs.append({"usmp.io": StringAttr(kind)})
+                attributes: dict[str, Attribute] = {
+                    "usmp.io": StringAttr(kind),
+                    TENSOR_ATTRIBUTE: StringAttr(tensor.name),
+                }
+                quantization = tensor.quantization
+                if (
+                    quantization is not None
+                    and tensor.dtype.kind in "iu"
+                    and len(quantization.scales) == 1
+                ):
+                    attributes[QUANTIZATION_ATTRIBUTE] = quantization_attribute(
+                        quantization.scale, quantization.zero_point
+                    )
+                attrs.append(attributes)
         op, self.main, values = function("main", arguments, arg_attrs=attrs)
         for index, value in zip((*graph.inputs, *graph.outputs), values, strict=True):
             self._arguments[index] = value
@@ -428,8 +445,10 @@ def import_graph(graph: Graph) -> ModuleOp:
 
 
 def import_tflite(data: bytes, path: str) -> ModuleOp:
-    """The module of the `.tflite` model in `data` (SPEC §9)."""
-    return import_graph(read_graph(data, path))
+    """The module of the `.tflite` model in `data` (SPEC §9), carrying `usmp.model`."""
+    module = import_graph(read_graph(data, path))
+    module.attributes[MODEL_ATTRIBUTE] = model_attribute(data, path)
+    return module
 
 
 __all__ = ["OPERATORS", "OperatorContext", "import_tflite", "operator"]
