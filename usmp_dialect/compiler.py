@@ -164,7 +164,7 @@ def compile(
     from usmp_dialect.passes.plan import recording_plans
     from usmp_dialect.passes.usmp import UsmpPass
     from usmp_dialect.project.compiled import assemble
-    from usmp_dialect.project.facts import ModelIdentity, tflite_io_quantization
+    from usmp_dialect.project.facts import ModelIdentity
     from usmp_dialect.tools.pool_flags import declare_pools
     from usmp_dialect.tools.usmp_opt import one_line
 
@@ -193,7 +193,6 @@ def compile(
     except UnicodeDecodeError:
         raise CompileError(f"{source}: not UTF-8 text") from None
     passes: tuple[ModulePass, ...] = (UsmpImportMemrefPass(), ConvertLinalgToLoopsPass(), planner)
-    quantization = tflite_io_quantization(data, source) if frontend == "tflite" else []
     try:
         module.verify()
         declare_pools(module, declarations)
@@ -207,7 +206,6 @@ def compile(
             entry,
             plans,
             ModelIdentity.of(data, source),
-            quantization,
             constants,
         )
     except DiagnosticException as error:

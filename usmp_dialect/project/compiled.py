@@ -15,7 +15,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.utils.exceptions import DiagnosticException
 
 from usmp_dialect.passes.plan import PlanRecord
-from usmp_dialect.project.facts import ModelIdentity, ProjectFacts, Quantization, project_facts
+from usmp_dialect.project.facts import ModelIdentity, ProjectFacts, project_facts
 from usmp_dialect.project.files import metadata, project_files
 
 
@@ -53,7 +53,6 @@ def assemble(
     entry: str,
     plans: Sequence[PlanRecord],
     model: ModelIdentity,
-    quantization: Sequence[Quantization | None] = (),
     constants: str = "text",
 ) -> CompiledModel:
     """The compiled model of a planned module; `plans` are the plans recorded while its
@@ -72,7 +71,7 @@ def assemble(
     CTarget(prefix=prefix, entry=entry, constants=constants).emit(ctx, module, source)
     CHeaderTarget(prefix=prefix, entry=entry).emit(ctx, module, header)
     interface = build_interface(module, prefix, entry)
-    facts = project_facts(module, interface, entry, model, quantization)
+    facts = project_facts(module, interface, entry, model)
     sections = tuple(
         sorted(
             {

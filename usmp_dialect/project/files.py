@@ -16,6 +16,7 @@ on the host with nothing but `make`.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from usmp_dialect import __version__
@@ -34,6 +35,7 @@ def _tensor_metadata(tensor: IoTensor) -> dict[str, Any]:
     quantization = tensor.quantization
     return {
         "name": tensor.field,
+        "tensor": tensor.tensor,
         "shape": list(tensor.shape),
         "dtype": tensor.dtype,
         "size_bytes": tensor.size_bytes,
@@ -81,6 +83,15 @@ def metadata(facts: ProjectFacts) -> dict[str, Any]:
         },
         "operators": list(facts.operators),
     }
+
+
+_NUMBER_LIST = re.compile(r"\[\s+(-?\d+(?:,\s+-?\d+)*)\s+\]")
+
+
+def metadata_text(facts: ProjectFacts) -> str:
+    """`metadata.json`, indented, with lists of numbers (shapes) on one line."""
+    text = json.dumps(metadata(facts), indent=2)
+    return _NUMBER_LIST.sub(lambda m: "[" + re.sub(r",\s+", ", ", m.group(1)) + "]", text) + "\n"
 
 
 def _cmake(facts: ProjectFacts) -> str:
@@ -238,7 +249,7 @@ def project_files(
         f"{p}.h": header,
         f"{p}_plan.json": report if report.endswith("\n") else report + "\n",
         f"{p}_memory_map.svg": memory_map_svg,
-        "metadata.json": json.dumps(metadata(facts), indent=2) + "\n",
+        "metadata.json": metadata_text(facts),
         "main.c": main_source(facts),
         "CMakeLists.txt": _cmake(facts),
         "Makefile": _makefile(facts),

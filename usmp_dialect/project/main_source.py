@@ -63,23 +63,32 @@ def parse_outputs(text: str) -> tuple[int, dict[str, np.ndarray]]:
     return status, outputs
 
 
-def _fill(tensor: IoTensor, index: int, pointer: str) -> list[str]:
-    t = tensor.c_type
-    if t in _FLOAT_TYPES:
-        value = f"({t})pattern(i, {index}u) / 64.0{'f' if t == 'float' else ''}"
-    elif t == "uint8_t" and tensor.dtype == "uint8":
+def _stem(prefix: str, tensor: IoTensor) -> str:
+    """The stem of the header's macros of one input or output (`KWS_INPUT_INPUT1`)."""
+    return f"{prefix.upper()}_{tensor.kind.upper()}_{tensor.field.upper()}"
+
+
+def _fill(prefix: str, tensor: IoTensor, index: int, pointer: str) -> list[str]:
+    stem = _stem(prefix, tensor)
+    t = f"{stem}_DTYPE"
+    if tensor.c_type in _FLOAT_TYPES:
+        value = f"({t})pattern(i, {index}u) / 64.0{'f' if tensor.c_type == 'float' else ''}"
+    elif tensor.dtype == "uint8":
         value = f"({t})(pattern(i, {index}u) + 128)"
     elif tensor.dtype == "bool":
         value = f"({t})(pattern(i, {index}u) & 1)"
     else:
         value = f"({t})pattern(i, {index}u)"
     return [
-        f"  for (size_t i = 0; i < {tensor.elements}u; ++i) (({t}*){pointer})[i] = {value};",
+        f"  for (size_t i = 0; i < {stem}_ELEMENTS; ++i) {{",
+        f"    (({t}*){pointer})[i] = {value};",
+        "  }",
     ]
 
 
-def _print(tensor: IoTensor, pointer: str) -> list[str]:
+def _print(prefix: str, tensor: IoTensor, pointer: str) -> list[str]:
     t = tensor.c_type
+    count = f"{_stem(prefix, tensor)}_ELEMENTS"
     shape = ", ".join(str(d) for d in tensor.shape)
     writer = "write_float" if t in _FLOAT_TYPES else "write_integer"
     cast = "(float)" if t in _FLOAT_TYPES else "(int64_t)"
@@ -87,11 +96,11 @@ def _print(tensor: IoTensor, pointer: str) -> list[str]:
         f'  usmp_write("output {tensor.field} {tensor.dtype} [{shape}]\\n");',
         "  {",
         f"    const {t}* values = (const {t}*){pointer};",
-        f"    for (size_t i = 0; i < {tensor.elements}u; i += {VALUES_PER_LINE}u) {{",
+        f"    for (size_t i = 0; i < {count}; i += {VALUES_PER_LINE}u) {{",
         "      char line[16 * 24 + 4];",
         "      size_t length = 0;",
         "      line[length++] = ' ';",
-        f"      for (size_t k = i; k < {tensor.elements}u && k < i + {VALUES_PER_LINE}u; ++k) {{",
+        f"      for (size_t k = i; k < {count} && k < i + {VALUES_PER_LINE}u; ++k) {{",
         "        line[length++] = ' ';",
         f"        length += {writer}(line + length, {cast}values[k]);",
         "      }",
@@ -228,8 +237,8 @@ def main_source(facts: ProjectFacts) -> str:
     if not facts.workspace_io:
         for tensor in tensors:
             lines.append(
-                f"static _Alignas(16) {tensor.c_type} {tensor.kind}_{tensor.field}"
-                f"[{tensor.elements}];"
+                f"static _Alignas(16) uint8_t {tensor.kind}_{tensor.field}"
+                f"[{_stem(p, tensor)}_SIZE];"
             )
     lines += ["", "int main(void) {"]
     pools_argument = ""
@@ -251,7 +260,7 @@ def main_source(facts: ProjectFacts) -> str:
         lines.append(f"  struct {p}_outputs outputs = {{ {outputs or '0'} }};")
         call = f"{p}_run(&inputs, &outputs{', ' + pools_argument if pools_argument else ''})"
     for index, tensor in enumerate(facts.inputs):
-        lines += _fill(tensor, index, f"inputs.{tensor.field}")
+        lines += _fill(p, tensor, index, f"inputs.{tensor.field}")
     lines += [
         f"  int32_t status = {call};",
         "  {",
@@ -264,6 +273,6 @@ def main_source(facts: ProjectFacts) -> str:
         "  }",
     ]
     for tensor in facts.outputs:
-        lines += _print(tensor, f"outputs.{tensor.field}")
+        lines += _print(p, tensor, f"outputs.{tensor.field}")
     lines += ["  return status != 0;", "}", ""]
     return "\n".join(lines)

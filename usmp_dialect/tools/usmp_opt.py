@@ -297,16 +297,12 @@ class UsmpOptMain(xDSLOptMain):
             return super().output_resulting_program(prog)
         from usmp_dialect.backend.project import ProjectTarget
         from usmp_dialect.project.compiled import assemble
-        from usmp_dialect.project.facts import ModelIdentity, tflite_io_quantization
+        from usmp_dialect.project.facts import ModelIdentity
 
         target = ProjectTarget.from_spec(parse_spec(self.args.target))
         data = self._model_bytes
         if data is None:
             data = Path(self.args.input_file).read_bytes() if self.args.input_file else b""
-        frontend = self._model_frontend_name()
-        quantization = (
-            tflite_io_quantization(data, self.get_input_name()) if frontend == "tflite" else []
-        )
         self._project = assemble(
             self.ctx,
             prog,
@@ -314,7 +310,6 @@ class UsmpOptMain(xDSLOptMain):
             target.entry,
             self._plans or [],
             ModelIdentity.of(data, self.get_input_name()),
-            quantization,
             target.constants,
         )
         return ""
