@@ -278,3 +278,23 @@ def test_cortex_m_build_runs_under_qemu(
     )
     assert done.returncode == 0, done.stderr[-2000:]
     check_outputs(done.stdout + done.stderr, expected)
+
+
+@pytest.mark.skipif(NO_HOST_BUILD is not None, reason=NO_HOST_BUILD or "")
+def test_a_float_model_prints_tflm_s_outputs(tmp_path: Path) -> None:
+    """Float outputs go through main.c's own float printing (9 significant digits)."""
+    if not tflm.available():
+        pytest.skip("needs tflite-micro (the reference runtime)")
+    model = EXAMPLES / "kws_ref_model_float32.tflite"
+    compiled = usmp_dialect.compile(model, prefix="kwsf")
+    compiled.write_project(tmp_path / "kwsf")
+    strict = " ".join(["-O2", *STRICT_FLAGS])
+    run(["make", "-C", str(tmp_path / "kwsf"), f"CFLAGS={strict}"])
+    status, outputs = parse_outputs(run([str(tmp_path / "kwsf" / "kwsf_main")]))
+    assert status == 0
+    (tensor,) = compiled.metadata["inputs"]
+    assert tensor["dtype"] == "float32"
+    inputs = [input_values(0, tuple(tensor["shape"]), "float32")]
+    # Hybrid (int8 weights): TFLM runs it with its weights dequantised, as we import it.
+    (reference,) = tflm.run(tflm.dequantize_weights(model.read_bytes()), inputs, 1)
+    tflm.assert_matches([outputs["Identity"].astype(np.float32)], [reference], ["Identity"])
