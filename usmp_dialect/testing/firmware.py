@@ -41,15 +41,9 @@ from pathlib import Path
 from xdsl.dialects import func
 from xdsl.dialects.builtin import MemRefType, ModuleOp, StringAttr
 
-from usmp_dialect.project.cortex_m import (
-    EXTRA_REGION_BYTES,
-    M4F_FLAGS,
-    STARTUP_SOURCE,
-    linker_script,
-)
+from usmp_dialect.project.cortex_m import EXTRA_REGION_BYTES as EXTRA_REGION_BYTES
+from usmp_dialect.project.cortex_m import M4F_FLAGS, STARTUP_SOURCE, linker_script
 from usmp_dialect.testing.harness import STRICT_FLAGS, pipeline_context, strict_flags
-
-__all__ = ["EXTRA_REGION_BYTES", "STARTUP_SOURCE", "linker_script"]
 
 PIPELINE = "usmp-import-memref,convert-linalg-to-loops,usmp"
 """The lowering of the example models (README)."""
