@@ -93,7 +93,7 @@ def test_only_the_other_inputs_are_copied(tmp_path: Path) -> None:
     views = re.findall(r"%(\w+) = memref\.view %e\[%(\w+)\]\[\] : memref<960xi8>", text)
     offsets = {name: int(constants[shift]) for name, shift in views if not name.isdigit()}
     assert offsets == {"a": 0, "b": 5 * 80, "c": 0, "d": 8 * 80}
-    assert "%batch = memref.alloc() : memref<480xi8>" in text
+    assert '%batch = memref.alloc() {usmp.tensor = "batch"} : memref<480xi8>' in text
 
 
 @pytest.mark.skipif(mlir_opt_path() is None or mlir_runner_path() is None, reason=SKIP_REASON)

@@ -123,7 +123,7 @@ def test_frontend_by_flag_and_module_shape(tmp_path: Path) -> None:
     ran = run_usmp_opt(str(renamed), "-f", "onnx", "-o", str(imported))
     assert ran.returncode == 0, ran.stderr
     text = imported.read_text()
-    assert '@main(%x: memref<1x4xf32> {usmp.io = "input"}, %y: memref<1x4xf32>' in text
+    assert '@main(%x: memref<1x4xf32> {usmp.io = "input", usmp.tensor = "x"}, %y: memref' in text
     assert "func.call @gemm_0(" in text
     assert "func.call @sigmoid_2(" in text
     assert "@relu_1" not in text  # fused into the Gemm

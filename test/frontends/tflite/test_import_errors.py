@@ -99,7 +99,7 @@ def test_frontend_by_flag_and_module_output(tmp_path: Path) -> None:
     ran = run_usmp_opt(str(renamed), "-f", "tflite", "-o", str(imported))
     assert ran.returncode == 0, ran.stderr
     text = imported.read_text()
-    assert 'func.func @main(%input1: memref<1x49x10x1xi8> {usmp.io = "input"}' in text
+    assert 'func.func @main(%input1: memref<1x49x10x1xi8> {usmp.io = "input", usmp.tensor' in text
     assert "func.call @conv_2d_0(" in text
     assert "memref.reinterpret_cast" in text  # RESHAPE is a view
     xdsl_opt = Path(sys.executable).with_name("xdsl-opt")

@@ -49,7 +49,7 @@ def shortened(name: str, limit: int) -> str:
     if len(name) <= limit:
         return name
     digest = hashlib.sha256(name.encode()).hexdigest()[:_HASH_CHARS]
-    return f"{name[: limit - _HASH_CHARS - 1]}_{digest}"
+    return f"{name[: limit - _HASH_CHARS - 1].rstrip('_') or 'v'}_{digest}"
 
 
 @dataclass

@@ -48,6 +48,24 @@ from usmp_dialect.kernels.module import (
 )
 
 ACTIVATION_TYPES = (np.dtype(np.float32), np.dtype(np.int8))
+# Nodes that quantise -> the operand position of their output's scale (its zero point follows).
+# An input's scale and zero point are operands 1 and 2 of the node reading it first
+# (DequantizeLinear, QLinearConv, ...; not QLinearConcat, whose first operand is its scale).
+_OUTPUT_SCALE_OPERAND = {
+    "QuantizeLinear": 1,
+    "DequantizeLinear": 1,
+    "QLinearConv": 6,
+    "QLinearMatMul": 6,
+    "QLinearAdd": 6,
+    "QLinearMul": 6,
+    "QGemm": 7,
+    "QLinearConcat": 0,
+    "QLinearGlobalAveragePool": 3,
+    "QLinearAveragePool": 3,
+    "QLinearSigmoid": 3,
+    "QLinearLeakyRelu": 3,
+    "QLinearSoftmax": 3,
+}
 
 
 @dataclass
@@ -409,12 +427,36 @@ class OnnxImporter:
         self.values[name] = viewed
 
     def _io_quantization(self, tensor: str, kind: str) -> tuple[float, int] | None:
-        """(scale, zero point) of an integer graph input or output, per tensor: from the
-        DequantizeLinear / QLinear node reading the input (its inputs 1 and 2) or the
-        QuantizeLinear writing the output; None when the graph does not say."""
+        """(scale, zero point) of an integer graph input or output, per tensor: the two
+        operands after it of the DequantizeLinear / QLinear node reading the input as its
+        first operand, or the output scale and zero point of the QuantizeLinear / QLinear node
+        writing the output; None when the graph does not say."""
         info = self.graph.infos.get(tensor)
         if info is None or info.dtype is None or info.dtype.kind not in "iu":
             return None
+        if kind == "input":
+            candidates = [
+                (node, 1)
+                for node in self.readers.get(tensor, [])
+                if node.inputs[0] == tensor and node.op_type in _OUTPUT_SCALE_OPERAND
+            ]
+        else:
+            candidates = [
+                (node, _OUTPUT_SCALE_OPERAND[node.op_type])
+                for node in self.graph.nodes
+                if node.op_type in _OUTPUT_SCALE_OPERAND and tensor in node.outputs
+            ]
+        for node, position in candidates:
+            if len(node.inputs) <= position:
+                continue
+            scale = self.constants.get(node.inputs[position])
+            has_zero_point = len(node.inputs) > position + 1 and node.inputs[position + 1]
+            zero_point = (
+                self.constants.get(node.inputs[position + 1]) if has_zero_point else np.zeros(1)
+            )
+            if scale is not None and zero_point is not None and scale.size == zero_point.size == 1:
+                return float(scale.reshape(-1)[0]), int(zero_point.reshape(-1)[0])
+        return None
         if kind == "input":
             nodes = [
                 node
