@@ -298,3 +298,31 @@ def test_a_float_model_prints_tflm_s_outputs(tmp_path: Path) -> None:
     # Hybrid (int8 weights): TFLM runs it with its weights dequantised, as we import it.
     (reference,) = tflm.run(tflm.dequantize_weights(model.read_bytes()), inputs, 1)
     tflm.assert_matches([outputs["Identity"].astype(np.float32)], [reference], ["Identity"])
+
+
+@pytest.mark.skipif(NO_HOST_BUILD is not None, reason=NO_HOST_BUILD or "")
+def test_main_drives_external_pools_and_workspace_io(
+    expected: dict[str, np.ndarray], tmp_path: Path
+) -> None:
+    """U4 with an external workspace pool and a constant pool in a section: main.c defines
+    the pool from the header's macros and reaches the I/O through kws_map_inputs/outputs."""
+    compiled = usmp_dialect.compile(
+        KWS,
+        prefix="kws",
+        workspace_pools=["sram"],
+        constant_pools=[{"name": "flash", "internal": True, "section": ".rodata.weights"}],
+        workspace_io=True,
+    )
+    assert compiled.metadata["interface"] == {
+        "run": "kws_run",
+        "header": "kws.h",
+        "workspace_io": True,
+        "external_pools": True,
+    }
+    compiled.write_project(tmp_path / "kws")
+    main = (tmp_path / "kws" / "main.c").read_text()
+    assert "static _Alignas(64) uint8_t pool_sram[KWS_SRAM_WORKSPACE_POOL_SIZE" in main
+    assert "kws_map_inputs(&pools)" in main
+    strict = " ".join(["-O2", *STRICT_FLAGS])
+    run(["make", "-C", str(tmp_path / "kws"), f"CFLAGS={strict}"])
+    check_outputs(run([str(tmp_path / "kws" / "kws_main")]), expected)
