@@ -172,6 +172,11 @@ def test_nothing_is_written_on_failure(tmp_path: Path) -> None:
     assert ran.returncode == 1
     assert "it exists and is not empty" in ran.stderr
     assert [p.name for p in other.iterdir()] == ["notes.txt"]
+    ran = usmp_opt(str(truncated), "-t", "project", "-o", ".", cwd=other)
+    assert ran.stderr == (
+        "usmp-opt: error: cannot write project directory '.': it is the current directory or "
+        "one of its parents\n"
+    )
 
 
 def test_a_model_file_implies_the_canonical_pipeline_for_c(tmp_path: Path) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -102,6 +103,7 @@ def assemble(
 def summary(directory: str, project: CompiledModel, tflm_arena: tuple[int, int] | None) -> str:
     """What `usmp-opt -t project` prints once the directory is written."""
     facts = project.facts
+    directory = directory.rstrip("/") or "/"
     lines = [
         f"wrote {directory}/: {' '.join(project.files)}",
         f"workspace {facts.workspace_bytes:,} bytes, constants {facts.constant_bytes:,} bytes, "
@@ -113,9 +115,7 @@ def summary(directory: str, project: CompiledModel, tflm_arena: tuple[int, int] 
             f"TFLM (tflite-micro) on the same model: arena head {head:,} bytes "
             f"(activations, inputs and outputs), total {total:,} bytes"
         )
-    build = f"{directory}/build"
-    lines.append(
-        f"build: cmake -S {directory} -B {build} && cmake --build {build} && "
-        f"{build}/{project.prefix}_main"
-    )
+    source, build = shlex.quote(directory), shlex.quote(f"{directory}/build")
+    main = shlex.quote(f"{directory}/build/{project.prefix}_main")
+    lines.append(f"build: cmake -S {source} -B {build} && cmake --build {build} && {main}")
     return "\n".join(lines) + "\n"

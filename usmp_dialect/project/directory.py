@@ -37,6 +37,11 @@ def check_project_directory(directory: str) -> None:
     path = Path(directory)
     if not directory:
         raise ProjectDirectoryError("cannot write project directory '': no name")
+    if Path.cwd().resolve().is_relative_to(path.resolve()):
+        raise ProjectDirectoryError(
+            f"cannot write project directory '{directory}': it is the current directory or "
+            "one of its parents"
+        )
     if path.exists() or path.is_symlink():
         if not path.is_dir():
             raise ProjectDirectoryError(
