@@ -107,7 +107,8 @@ def summary(directory: str, project: CompiledModel, tflm_arena: tuple[int, int] 
     lines = [
         f"wrote {directory}/: {' '.join(project.files)}",
         f"workspace {facts.workspace_bytes:,} bytes, constants {facts.constant_bytes:,} bytes, "
-        f"inputs and outputs {facts.io_bytes:,} bytes",
+        f"inputs and outputs {facts.io_bytes:,} bytes"
+        + (" (inside the workspace)" if facts.workspace_io else ""),
     ]
     if tflm_arena is not None:
         head, total = tflm_arena
