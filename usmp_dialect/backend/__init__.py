@@ -9,6 +9,7 @@ from xdsl.utils.target import Target
 _TARGETS: dict[str, tuple[str, str]] = {
     "c": ("c.target", "CTarget"),
     "c-header": ("c.target", "CHeaderTarget"),
+    "project": ("project", "ProjectTarget"),
 }
 
 

@@ -17,6 +17,8 @@ usmp-plan{algorithm=auto entry=main report="plan.json" svg="map.svg" time-limit=
   not planned. A program with nothing to plan (e.g. already converted) keeps its pool sizes.
 * `report=` writes the JSON plan of SPEC §8, `svg=` a memory map (see `plan_report`); under
   `usmp-opt` both are written only once the whole run succeeded (`write_output_file`).
+* Inside `recording_plans()` (the project target and `usmp_dialect.compile` use it) every plan
+  also appends its report and memory map to the recording, whatever `report=`/`svg=` say.
 * A search stopped by `time-limit` returns its best valid plan; the pass then says on stderr
   that the plan is not proven optimal (and the report has `"proven_optimal": false`).
 
@@ -33,6 +35,8 @@ from __future__ import annotations
 
 import math
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import NoReturn
 
@@ -260,6 +264,29 @@ def plan_module(
 
 
 @dataclass(frozen=True)
+class PlanRecord:
+    """The outputs of one plan: its JSON report (SPEC §8) and its memory map (SVG)."""
+
+    report: str
+    svg: str
+
+
+_recording: list[PlanRecord] | None = None
+
+
+@contextmanager
+def recording_plans() -> Iterator[list[PlanRecord]]:
+    """Within this block every `usmp-plan` run appends its report and memory map to the list
+    yielded (the last one is the plan of the program that reaches the target)."""
+    global _recording
+    previous, _recording = _recording, []
+    try:
+        yield _recording
+    finally:
+        _recording = previous
+
+
+@dataclass(frozen=True)
 class UsmpPlanPass(ModulePass):
     """Plans every buffer reachable from the entry into the module's pools."""
 
@@ -284,16 +311,23 @@ class UsmpPlanPass(ModulePass):
         if note is not None:
             clear_progress()
             print(note, file=sys.stderr)
-        if self.report is None and self.svg is None:
+        if self.report is None and self.svg is None and _recording is None:
             return
         from usmp_dialect.analysis.operators import analyse_operators
         from usmp_dialect.passes.plan_report import memory_map_svg, plan_report, write_text
 
         pools = list(module_pools(op))
         operators = analyse_operators(op, analysis)
+        recording = _recording is not None
+        report = (
+            plan_report(analysis, problem, result, pools, operators)
+            if recording or self.report
+            else ""
+        )
+        svg = memory_map_svg(analysis, problem, result, operators) if recording or self.svg else ""
+        if _recording is not None:
+            _recording.append(PlanRecord(report, svg))
         if self.report is not None:
-            text = plan_report(analysis, problem, result, pools, operators)
-            write_text(op, self.report, text, "report")
+            write_text(op, self.report, report, "report")
         if self.svg is not None:
-            svg = memory_map_svg(analysis, problem, result, operators)
             write_text(op, self.svg, svg, "svg")

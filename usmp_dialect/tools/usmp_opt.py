@@ -14,6 +14,14 @@ would fail. This class only overrides `xDSLOptMain`'s hooks:
   (`usmp-plan{report= svg=}`, held back by `output_file.deferring_output_files`) are written
   atomically at the end, or not at all. `--verify-diagnostics` / `--parsing-diagnostics` keep
   xDSL's behaviour (the diagnostic on stdout, exit 0).
+* `-t project` (SPEC §14) writes a directory, not a stream: `-o DIR` is required and checked
+  first, the plans are recorded while the passes run (`recording_plans`), and
+  `output_resulting_program` assembles the project, which `run` writes atomically at the end
+  (`usmp_dialect.project.directory`) and summarises on stdout (with TFLM's arena for a
+  `.tflite` model when `tflite-micro` is installed).
+* A model file (a frontend's extension or `-f`) without `-p` gets the canonical pipeline
+  (`CANONICAL_PIPELINE`) for the targets that need a planned module (`c`, `c-header`,
+  `project`); `.mlir` input keeps the pipeline it is given.
 
 `main` turns anything else (a bug) into one line `usmp-opt: internal error: ...` with exit code
 2; `USMP_DEBUG=1` also prints the traceback (see `internal_error`).
@@ -22,6 +30,7 @@ would fail. This class only overrides `xDSLOptMain`'s hooks:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import inspect
 import re
@@ -29,7 +38,8 @@ import sys
 import textwrap
 from collections.abc import Callable, Sequence
 from io import StringIO
-from typing import IO, NoReturn, cast, get_type_hints
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, NoReturn, cast, get_type_hints
 
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
@@ -41,6 +51,7 @@ from xdsl.xdsl_opt_main import xDSLOptMain
 from usmp_dialect import __version__
 from usmp_dialect.frontends import Importer, get_all_frontends
 from usmp_dialect.frontends.errors import ModelImportError
+from usmp_dialect.passes.plan import PlanRecord, recording_plans
 from usmp_dialect.planning import PlanOptions
 from usmp_dialect.tools.analyze import ANALYZE_PASSES, analyse_module, analysis_table
 from usmp_dialect.tools.internal_error import reported_as_one_line
@@ -65,7 +76,15 @@ from usmp_dialect.tools.progress import (
 )
 from usmp_dialect.tools.symbol_index import indexed_symbol_lookup
 
+if TYPE_CHECKING:
+    from usmp_dialect.project.compiled import CompiledModel
+
 PROG = "usmp-opt"
+CANONICAL_PIPELINE = "usmp-import-memref,convert-linalg-to-loops,usmp"
+"""The pipeline of imported models (README, SPEC §9)."""
+PLANNED_TARGETS = ("c", "c-header", "project")
+"""Targets that print a planned module: a model file without `-p` gets the canonical pipeline."""
+PROJECT_TARGET = "project"
 EXIT_STATUS_HELP = (
     "Exit status: 0 on success, 1 on a user error (one line 'usmp-opt: error: ...'), 2 on an "
     "internal error (please report it; USMP_DEBUG=1 prints the traceback)."
@@ -80,7 +99,8 @@ def fail(message: str) -> NoReturn:
     raise SystemExit(1)
 
 
-def _one_line(message: str) -> str:
+def one_line(message: str) -> str:
+    """A multi-line message (xDSL's diagnostics) as one line."""
     return " ".join(line.strip() for line in message.splitlines() if line.strip())
 
 
@@ -239,6 +259,10 @@ class UsmpOptMain(xDSLOptMain):
     _output_buffer: _OutputBuffer | None = None
     _analysis_text: str = ""
     _chunk_start_line: int = 1
+    _model_bytes: bytes | None = None
+    """The bytes of a model file a frontend read (for the project's metadata)."""
+    _plans: list[PlanRecord] | None = None
+    _project: CompiledModel | None = None
 
     def __init__(
         self,
@@ -274,6 +298,16 @@ class UsmpOptMain(xDSLOptMain):
         arg_parser.epilog = EXIT_STATUS_HELP
         arg_parser.error = fail  # usage errors: one line and exit code 1, like the others
 
+    def _target_name(self) -> str:
+        return parse_spec(self.args.target).name
+
+    def _model_frontend_name(self) -> str | None:
+        """The model frontend that reads the input (None for MLIR text)."""
+        name = self.args.frontend
+        if name is None and self.args.input_file is not None:
+            name = Path(self.args.input_file).suffix.removeprefix(".")
+        return name if name in get_all_frontends() else None
+
     def setup_pipeline(self) -> None:
         """Runs once the arguments are parsed: checks the pool flags, -t and -p."""
         try:
@@ -283,6 +317,12 @@ class UsmpOptMain(xDSLOptMain):
         if self.args.analyze:
             self._check_analyze_options()
         self._check_target_options()
+        if (
+            not self.args.passes
+            and self._target_name() in PLANNED_TARGETS
+            and self._model_frontend_name() is not None
+        ):
+            self.args.passes = CANONICAL_PIPELINE
         try:
             super().setup_pipeline()
         except ArgSpecParseError as error:
@@ -296,7 +336,7 @@ class UsmpOptMain(xDSLOptMain):
                     if spec.name in self.available_passes
                 ]
                 described = _option_type_error(specs, error)
-            fail(f"invalid -p '{self.args.passes}': {described or _one_line(str(error))}")
+            fail(f"invalid -p '{self.args.passes}': {described or one_line(str(error))}")
 
     def _check_analyze_options(self) -> None:
         """`--analyze` plans by itself and prints a table: -p may only prepare the module."""
@@ -330,7 +370,7 @@ class UsmpOptMain(xDSLOptMain):
             described = None
             if isinstance(error, ValueError):
                 described = _option_type_error([(spec, target_class)], error)
-            fail(f"invalid -t '{self.args.target}': {described or _one_line(str(error))}")
+            fail(f"invalid -t '{self.args.target}': {described or one_line(str(error))}")
 
     def register_all_frontends(self) -> None:
         """xDSL's MLIR frontend plus the model frontends (`.tflite`), by file extension."""
@@ -340,8 +380,9 @@ class UsmpOptMain(xDSLOptMain):
 
     def _model_frontend(self, factory: Callable[[], Importer]) -> Callable[[IO[bytes]], ModuleOp]:
         def parse_model(stream: IO[bytes]) -> ModuleOp:
+            self._model_bytes = stream.read()
             try:
-                module = factory()(stream.read(), self.get_input_name())
+                module = factory()(self._model_bytes, self.get_input_name())
             except ModelImportError as error:
                 fail(str(error))
             module.verify()
@@ -358,6 +399,8 @@ class UsmpOptMain(xDSLOptMain):
             fail(f"{error}; choose a frontend with -f")
 
     def prepare_output(self) -> IO[str]:
+        if self._target_name() == PROJECT_TARGET:
+            return self._prepare_project_directory()
         if self.args.output_file is None:
             return sys.stdout
         try:  # fail before the passes run, not after
@@ -366,6 +409,59 @@ class UsmpOptMain(xDSLOptMain):
             fail(f"cannot write output file '{self.args.output_file}': {error.strerror}")
         self._output_buffer = _OutputBuffer()
         return self._output_buffer
+
+    def _prepare_project_directory(self) -> IO[str]:
+        """Checks `-o DIR` of `-t project` before any work; the text stream is unused."""
+        from usmp_dialect.project.directory import ProjectDirectoryError, check_project_directory
+
+        if self.args.output_file is None:
+            fail("-t project writes a directory: give it with -o DIR")
+        if self.args.split_input_file:
+            fail("-t project writes one model's project: --split-input-file is not supported")
+        try:
+            check_project_directory(self.args.output_file)
+        except ProjectDirectoryError as error:
+            fail(str(error))
+        return _OutputBuffer()
+
+    def output_resulting_program(self, prog: ModuleOp) -> str:
+        if self.args.analyze:
+            return self._analysis_text
+        if self._target_name() != PROJECT_TARGET:
+            return super().output_resulting_program(prog)
+        from usmp_dialect.backend.project import ProjectTarget
+        from usmp_dialect.project.compiled import assemble
+        from usmp_dialect.project.facts import ModelIdentity
+
+        target = ProjectTarget.from_spec(parse_spec(self.args.target))
+        data = self._model_bytes
+        if data is None:
+            data = Path(self.args.input_file).read_bytes() if self.args.input_file else b""
+        self._project = assemble(
+            self.ctx,
+            prog,
+            target.prefix,
+            target.entry,
+            self._plans or [],
+            ModelIdentity.of(data, self.get_input_name()),
+            target.constants,
+        )
+        return ""
+
+    def _write_project(self, project: CompiledModel) -> None:
+        """Writes the project directory and prints its summary."""
+        from usmp_dialect.project.compiled import summary
+        from usmp_dialect.project.directory import ProjectDirectoryError
+
+        directory = self.args.output_file
+        try:
+            project.write_project(directory)
+        except ProjectDirectoryError as error:
+            fail(str(error))
+        arena = None
+        if self._model_frontend_name() == "tflite" and self.args.input_file is not None:
+            arena = _tflm_arena(self.args.input_file)
+        print(summary(directory, project, arena), end="")
 
     def parse_chunk(
         self, chunk: IO[bytes], file_extension: str, start_offset: int = 0
@@ -406,11 +502,6 @@ class UsmpOptMain(xDSLOptMain):
                 sys.stdout.write(self._analysis_text)
             raise error
 
-    def output_resulting_program(self, prog: ModuleOp) -> str:
-        if self.args.analyze:
-            return self._analysis_text
-        return super().output_resulting_program(prog)
-
     def _where(self) -> str:
         """The input (and with --split-input-file the chunk) being processed."""
         where = self.get_input_name()
@@ -420,25 +511,50 @@ class UsmpOptMain(xDSLOptMain):
 
     def run(self) -> None:
         """Processes the input; user errors end the process with one line and exit code 1."""
-        with deferring_output_files() as side_outputs, reporting_progress(sys.stderr, PROG):
+        project = self._target_name() == PROJECT_TARGET
+        recording = recording_plans() if project else contextlib.nullcontext(None)
+        with (
+            deferring_output_files() as side_outputs,
+            reporting_progress(sys.stderr, PROG),
+            recording as plans,
+        ):
+            self._plans = plans
             self.setup_pipeline_progress()
             try:
                 super().run()
             except ParseError as error:
-                fail(f"{error.span.get_location()}: {_one_line(error.msg)}")
+                fail(f"{error.span.get_location()}: {one_line(error.msg)}")
             except UnicodeDecodeError:
                 fail(f"{self._where()}: not UTF-8 text")
             except DiagnosticException as error:
-                fail(f"{self._where()}: {_one_line(str(error))}")
+                fail(f"{self._where()}: {one_line(str(error))}")
             try:
                 side_outputs.commit()
             except OutputFileError as error:
                 fail(str(error))
+        if self._project is not None:
+            self._write_project(self._project)
         if self._output_buffer is not None:
             try:
                 write_text_atomically(self.args.output_file, self._output_buffer.getvalue())
             except OSError as error:
                 fail(f"cannot write output file '{self.args.output_file}': {error.strerror}")
+
+
+def _tflm_arena(model: str) -> tuple[int, int] | None:
+    """TFLM's arena (head, total) for a `.tflite` file, when PyPI `tflite-micro` is installed
+    and runs the model (None otherwise)."""
+    import subprocess
+
+    from usmp_dialect.testing import tflm
+
+    if not tflm.available():
+        return None
+    try:
+        arena = tflm.arena(Path(model))
+    except (subprocess.CalledProcessError, RuntimeError, OSError):
+        return None
+    return arena.head_bytes, arena.total_bytes
 
 
 def main() -> None:
