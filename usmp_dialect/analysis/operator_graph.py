@@ -248,6 +248,13 @@ class _EntryBuilder:
                     reads.append(access)
                 if write_positions is None or position in write_positions:
                     writes.append(access)
+        for result in op.results:
+            if isinstance(result.type, MemRefType) and result not in self.accesses:
+                # Memory the analysis does not know (e.g. `pool.base` of a planned program):
+                # a buffer of its own, not counted, so every access to it stays in order.
+                hint = result.name_hint or op.name
+                size = _size_bytes(result.type)
+                self.add_buffer(result, Buffer(hint, size, "intermediate", planned=False))
         return Operator(name, tuple(reads), tuple(writes), scratch, after, barrier)
 
     def function_effects(self, name: str) -> _Effects:
