@@ -242,3 +242,22 @@ def test_heuristic_order_is_valid_and_no_worse_than_the_program(seed: int) -> No
     result = memory_aware_order(graph, node_budget=0, beam_width=2)
     check_order(graph, result.order)
     assert result.peak_bytes <= result.program_peak_bytes
+
+
+def test_wide_graph_beyond_the_budget_gets_a_valid_heuristic_order() -> None:
+    """300 independent branches (a large tensor shrunk to a small one each), written breadth
+    first: far too many downsets to search, so the beam search's order, branch by branch."""
+    branches = 300
+    buffers = [Buffer(f"big{i}", 100) for i in range(branches)]
+    buffers += [Buffer(f"small{i}", 1) for i in range(branches)]
+    buffers.append(Buffer("y", 1, "output"))
+    operators = [op(f"widen{i}", (), (i,)) for i in range(branches)]
+    operators += [op(f"shrink{i}", (i,), (branches + i,)) for i in range(branches)]
+    operators.append(op("join", tuple(range(branches, 2 * branches)), (2 * branches,)))
+    graph = Graph(tuple(buffers), tuple(operators))
+    result = memory_aware_order(graph, node_budget=2_000)
+    check_order(graph, result.order)
+    assert result.program_peak_bytes == 100 * branches + 1
+    assert result.method == "heuristic" and not result.proven_optimal
+    # Branch by branch: one large tensor and the small ones made so far.
+    assert result.peak_bytes == 100 + branches

@@ -95,7 +95,9 @@ def accessed_buffers(operator: Operator) -> tuple[int, ...]:
 def dependencies(graph: Graph) -> tuple[tuple[int, ...], ...]:
     """Per operator, the sorted earlier operators it must follow: a write to bytes an earlier
     operator reads or writes, a read of bytes an earlier operator writes, `after`, barriers."""
-    earlier: dict[int, list[tuple[Access, int, bool]]] = {}
+    # Per buffer, the earlier accesses: a read need only be checked against earlier writes.
+    earlier_reads: dict[int, list[tuple[Access, int]]] = {}
+    earlier_writes: dict[int, list[tuple[Access, int]]] = {}
     predecessors: list[set[int]] = []
     last_barrier: int | None = None
     for index, operator in enumerate(graph.operators):
@@ -113,11 +115,15 @@ def dependencies(graph: Graph) -> tuple[tuple[int, ...], ...]:
         for access, writes in accesses:
             if not 0 <= access.buffer < len(graph.buffers):
                 raise GraphError(f"operator {index} accesses unknown buffer {access.buffer}")
-            for other, other_index, other_writes in earlier.get(access.buffer, ()):
-                if (writes or other_writes) and access.overlaps(other):
+            others = earlier_writes.get(access.buffer, [])
+            if writes:
+                others = others + earlier_reads.get(access.buffer, [])
+            for other, other_index in others:
+                if access.overlaps(other):
                     before.add(other_index)
         for access, writes in accesses:
-            earlier.setdefault(access.buffer, []).append((access, index, writes))
+            table = earlier_writes if writes else earlier_reads
+            table.setdefault(access.buffer, []).append((access, index))
         if operator.barrier:
             last_barrier = index
         before.discard(index)

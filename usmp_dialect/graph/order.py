@@ -9,14 +9,16 @@ What is live between two steps depends on S alone, and so does the live bytes wh
 runs next, so the peak of an order is the largest step cost along a path from {} to all
 operators in the lattice of downsets:
 
-* **exact** (`node_budget` states): a bottleneck-path Dijkstra over downsets (states popped by
-  the best peak that reaches them), pruned at the best order known. A chain of branchy
-  modules (Inception, ResNet) has few downsets: each module's states add up, they do not
-  multiply. Once the optimal peak is known, a depth-first search takes, at every step, the
-  ready operator earliest in program order that can still finish within it: the optimal order
-  that stays closest to the program's.
+* **exact** (`node_budget` states, fewer on graphs of thousands of operators): a
+  bottleneck-path Dijkstra over downsets (states popped by the best peak that reaches them),
+  pruned at the best order known. A chain of branchy modules (Inception, ResNet) has few
+  downsets: each module's states add up, they do not multiply. Once the optimal peak is
+  known, a depth-first search takes, at every step, the ready operator earliest in program
+  order that can still finish within it: the optimal order that stays closest to the
+  program's.
 * **heuristic** (beyond the budget): a beam search over the same states (the `beam_width`
-  states of lowest peak, then fewest live bytes, at each depth), and the program order itself.
+  states of lowest peak, then fewest live bytes, at each depth; one state once `node_budget`
+  transitions are spent), and the program order itself.
 
 Deterministic: ties go to the operator earlier in program order, and the program order is kept
 unless another order has a strictly lower peak (TinyEngine's and HMCOS's memory-aware
@@ -34,6 +36,10 @@ DEFAULT_NODE_BUDGET = 200_000
 """States the exact search may expand before it gives up on proving optimality."""
 
 DEFAULT_BEAM_WIDTH = 64
+
+STATE_BITS_BUDGET = 1 << 26
+"""The exact search keeps every state it reaches as a bitmask of the operators: on graphs of
+thousands of operators its budget shrinks so that these stay within about this many bits."""
 
 
 @dataclass(frozen=True)
@@ -134,13 +140,14 @@ def memory_aware_order(
     if program_peak <= bound:
         return OrderResult(program, program_peak, program_peak, bound, True, "program")
     best_order, best_peak = program, program_peak
-    beam_order = _beam_search(states, beam_width)
+    beam_order = _beam_search(states, beam_width, node_budget)
     beam_peak = peak_live_bytes(graph, beam_order)
     if beam_peak < best_peak:
         best_order, best_peak = beam_order, beam_peak
     proven = best_peak <= bound
     if not proven:
-        exact = _bottleneck_search(states, best_peak, node_budget)
+        exact_budget = min(node_budget, STATE_BITS_BUDGET // max(states.count, 1))
+        exact = _bottleneck_search(states, best_peak, exact_budget)
         if exact is not None:
             proven = True
             optimal_peak, path = exact
@@ -243,29 +250,39 @@ def _closest_to_program(states: _States, peak: int, node_budget: int) -> tuple[i
     return None
 
 
-def _beam_search(states: _States, beam_width: int) -> tuple[int, ...]:
+def _beam_search(states: _States, beam_width: int, transition_budget: int) -> tuple[int, ...]:
     """A good order for graphs too large for the exact search: at each depth, the
-    `beam_width` states with the lowest peak so far, then the fewest bytes resident."""
-    # Entries: (peak so far, resident bytes, done mask, ready, order so far).
-    beam: list[tuple[int, int, int, tuple[int, ...], tuple[int, ...]]] = [
-        (states.start_resident, states.start_resident, 0, states.start_ready, ())
+    `beam_width` states with the lowest peak so far, then the fewest bytes resident (then the
+    operators done earliest in program order). Past `transition_budget` transitions the beam
+    narrows to one state (a greedy choice), so wide graphs of thousands of operators stay fast."""
+    # Entries: (peak so far, resident bytes, done mask, ready, index of parent, operator).
+    Entry = tuple[int, int, int, tuple[int, ...], int, int]
+    layers: list[list[Entry]] = [
+        [(states.start_resident, states.start_resident, 0, states.start_ready, -1, -1)]
     ]
+    transitions = 0
     for _depth in range(states.count):
-        successors: dict[int, tuple[int, int, int, tuple[int, ...], tuple[int, ...]]] = {}
-        for peak, resident, done, ready, order in beam:
+        successors: dict[int, Entry] = {}
+        for parent, (peak, resident, done, ready, _grandparent, _operator) in enumerate(layers[-1]):
             for operator in ready:
+                transitions += 1
                 step_peak, after_resident = states.step(done, resident, operator)
                 after = done | (1 << operator)
-                candidate = (
-                    max(peak, step_peak),
-                    after_resident,
-                    after,
-                    states.ready_after(ready, done, operator),
-                    (*order, operator),
-                )
+                candidate = (max(peak, step_peak), after_resident, after, (), parent, operator)
                 known = successors.get(after)
                 if known is None or candidate[:2] < known[:2]:
                     successors[after] = candidate
-        beam = sorted(successors.values(), key=lambda entry: (entry[0], entry[1], entry[4]))
-        beam = beam[:beam_width]
-    return beam[0][4]
+        width = beam_width if transitions <= transition_budget else 1
+        kept = sorted(successors.values(), key=lambda entry: entry[:3])[:width]
+        layer: list[Entry] = []
+        for peak, resident, after, _ready, parent, operator in kept:
+            parent_entry = layers[-1][parent]
+            ready = states.ready_after(parent_entry[3], parent_entry[2], operator)
+            layer.append((peak, resident, after, ready, parent, operator))
+        layers.append(layer)
+    order: list[int] = []
+    index = 0
+    for layer in reversed(layers[1:]):
+        _peak, _resident, _done, _ready, index, operator = layer[index]
+        order.append(operator)
+    return tuple(reversed(order))
