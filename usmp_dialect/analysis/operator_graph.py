@@ -105,6 +105,7 @@ class _EntryBuilder:
             if isinstance(op, memref.GlobalOp) and op.constant is not None
         }
         self.effects: dict[str, _Effects] = {}
+        self.in_progress: set[str] = set()
         self.buffers: list[Buffer] = []
         self.accesses: dict[SSAValue, Access] = {}
         self.producers: dict[SSAValue, frozenset[int]] = {}
@@ -133,7 +134,7 @@ class _EntryBuilder:
             if self.define_buffer(op) or self.define_alias(op):
                 self.forward_producers(op)
                 continue
-            operator = self.operator(op, len(operators))
+            operator = self.operator(op)
             if operator is None:
                 self.forward_producers(op)
                 continue
@@ -212,7 +213,7 @@ class _EntryBuilder:
 
     # -- operators --------------------------------------------------------------------------
 
-    def operator(self, op: Operation, index: int) -> Operator | None:
+    def operator(self, op: Operation) -> Operator | None:
         after = tuple(sorted(self.operand_producers(op)))
         name = op.name
         reads: list[Access] = []
@@ -263,12 +264,12 @@ class _EntryBuilder:
         if known is not None:
             return known
         effects = _Effects()
-        self.effects[name] = effects  # recursion (an analysis error elsewhere) stays opaque
-        effects.opaque = True
         function = self.functions.get(name)
-        if function is None or function.is_declaration:
+        if function is None or function.is_declaration or name in self.in_progress:
+            # A declaration, or recursion (which the planner's analysis rejects): opaque.
+            effects.opaque = True
             return effects
-        effects.opaque = False
+        self.in_progress.add(name)
         origins: dict[SSAValue, int | None] = {}
         for position, argument in enumerate(
             function.body.blocks[0].args if function.body.blocks else ()
@@ -277,6 +278,8 @@ class _EntryBuilder:
                 origins[argument] = position
         for op in function.walk():
             self.callee_op(op, origins, effects)
+        self.in_progress.discard(name)
+        self.effects[name] = effects
         return effects
 
     def callee_op(
