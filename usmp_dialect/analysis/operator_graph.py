@@ -14,10 +14,11 @@ the IR. Works before and after `usmp-import-memref` (`memref.alloc`/`get_global`
   stores, linalg ops. The allocations, views and scalar ops (constants) are not operators; they
   go wherever the operators that use them go. A call reads the arguments its callee (with
   everything it calls) loads from and writes those it stores to (`memref.copy`, linalg
-  `outputs` likewise); its scratch is the bytes the callee allocates. Whatever the analysis
-  cannot follow makes the operator a barrier: a call to a declaration, a callee touching memory
-  it was not given (a mutable global, a memref of unknown origin), ops with regions in the
-  entry. Operators using another's SSA results follow it (`after`).
+  `outputs` likewise); its scratch is the bytes the callee allocates. An op with regions in the
+  entry (a loop nest, a linalg op) is read the same way, its uses of the entry's buffers as
+  the arguments. Whatever the analysis cannot follow makes the operator a barrier: a call to a
+  declaration, a callee touching memory it was not given (a mutable global, a memref of
+  unknown origin). Operators using another's SSA results follow it (`after`).
 """
 
 from __future__ import annotations
@@ -235,7 +236,22 @@ class _EntryBuilder:
             scratch = effects.scratch_bytes
             barrier = effects.opaque
         elif op.regions:
-            barrier = True
+            # A loop nest or a linalg op in the entry: read like a callee whose arguments are
+            # the entry's buffers it uses.
+            outer: list[Access] = []
+            origins: dict[SSAValue, int | None] = {}
+            for nested in op.walk():
+                for operand in nested.operands:
+                    if operand in self.accesses and operand not in origins:
+                        origins[operand] = len(outer)
+                        outer.append(self.accesses[operand])
+            effects = _Effects()
+            for nested in op.walk():
+                self.callee_op(nested, origins, effects)
+            reads = [outer[index] for index in sorted(effects.reads)]
+            writes = [outer[index] for index in sorted(effects.writes)]
+            scratch = effects.scratch_bytes
+            barrier = effects.opaque
         else:
             touched = [self.accesses[v] for v in op.operands if v in self.accesses]
             if not touched and not any(isinstance(r.type, MemRefType) for r in op.results):
