@@ -96,3 +96,29 @@ def test_entry_with_several_blocks_is_not_described() -> None:
     }
     """
     assert operator_graph(Parser(pipeline_context(), text).parse_module()) is None
+
+
+def test_loop_nest_in_the_entry_reads_and_writes_the_buffers_it_uses() -> None:
+    text = """
+    func.func @main(%x: memref<4xf32> {usmp.io = "input"}, %y: memref<4xf32> {usmp.io = "output"}) {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c4 = arith.constant 4 : index
+      %t = usmp.allocate : memref<4xf32>
+      scf.for %i = %c0 to %c4 step %c1 {
+        %v = memref.load %x[%i] : memref<4xf32>
+        %local = usmp.allocate : memref<2xf32>
+        memref.store %v, %t[%i] : memref<4xf32>
+      }
+      memref.copy %t, %y : memref<4xf32> to memref<4xf32>
+      func.return
+    }
+    """
+    described = operator_graph(Parser(pipeline_context(), text).parse_module())
+    assert described is not None
+    loop, copy = described.graph.operators
+    assert copy.name == "memref.copy"
+    assert loop.name == "scf.for" and not loop.barrier
+    assert loop.reads == (Access(0, 0, 16),) and loop.writes == (Access(2, 0, 16),)
+    assert loop.scratch_bytes == 8
+    assert dependencies(described.graph) == ((), (0,))
