@@ -76,6 +76,8 @@ def reorder_block(block: Block, operators: list[Operation]) -> None:
         return sorted(found, key=position.__getitem__)
 
     def place(op: Operation) -> None:
+        if op in placed:
+            return
         # Depth first through the definers, iteratively (chains of views can be long).
         stack: list[tuple[Operation, list[Operation]]] = [(op, definers(op))]
         while stack:
