@@ -19,6 +19,7 @@ _PASSES: dict[str, tuple[str, str]] = {
     "usmp-assign-pools": ("assign_pools", "UsmpAssignPoolsPass"),
     "usmp-create-io-allocates": ("create_io_allocates", "UsmpCreateIoAllocatesPass"),
     "usmp-extract-buffer-info": ("extract_buffer_info", "UsmpExtractBufferInfoPass"),
+    "usmp-memory-aware-order": ("memory_aware_order", "UsmpMemoryAwareOrderPass"),
     "usmp-plan": ("plan", "UsmpPlanPass"),
     "usmp-convert-to-pool-offsets": ("convert_to_pool_offsets", "UsmpConvertToPoolOffsetsPass"),
     "usmp": ("usmp", "UsmpPass"),

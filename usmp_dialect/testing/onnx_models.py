@@ -276,3 +276,31 @@ def quantized_squeezenet(directory: Path, form: str, per_channel: bool) -> tuple
     written.graph.output.append(helper.make_tensor_value_info(logits, elem_type, None))
     onnx.save(written, target)
     return target, [scales[written.graph.output[0].name], scales[logits]]
+
+
+def branches_model() -> bytes:
+    """Three branches of one input, written breadth first as some exporters do (every
+    convolution, then every pooling): 3x3 convolutions to 16 and 8 channels and a 1x1 one with
+    a Relu, each pooled into its slice of a Concat, then a 1x1 convolution. In file order the
+    three convolution outputs are live together (40,960 bytes at the peak); branch by branch,
+    the first pooling is the peak (24,576 bytes: its input and the Concat)."""
+    node = helper.make_node
+    init = {
+        "wa": weights(11, 16, 4, 3, 3),
+        "wb": weights(12, 8, 4, 3, 3),
+        "wc": weights(13, 8, 4, 1, 1),
+        "wo": weights(14, 8, 32, 1, 1),
+    }
+    pool = {"kernel_shape": [2, 2], "strides": [2, 2]}
+    nodes = [
+        node("Conv", ["x", "wa"], ["a"], pads=[1, 1, 1, 1]),
+        node("Conv", ["x", "wb"], ["b"], pads=[1, 1, 1, 1]),
+        node("Conv", ["x", "wc"], ["c"]),
+        node("Relu", ["c"], ["c_relu"]),
+        node("MaxPool", ["a"], ["pa"], **pool),
+        node("AveragePool", ["b"], ["pb"], **pool),
+        node("MaxPool", ["c_relu"], ["pc"], **pool),
+        node("Concat", ["pa", "pb", "pc"], ["cat"], axis=1),
+        node("Conv", ["cat", "wo"], ["y"]),
+    ]
+    return graph_model(nodes, [("x", (1, 4, 16, 16))], ["y"], init)
