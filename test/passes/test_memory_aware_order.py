@@ -21,7 +21,7 @@ from usmp_dialect.passes.import_memref import UsmpImportMemrefPass
 from usmp_dialect.passes.memory_aware_order import UsmpMemoryAwareOrderPass
 from usmp_dialect.testing import tflm
 from usmp_dialect.testing.harness import pipeline_context
-from usmp_dialect.testing.model_runner import compile_model, usmp_opt
+from usmp_dialect.validation.host import compile_model, usmp_opt
 
 ROOT = Path(__file__).resolve().parents[2]
 MLPERF = ROOT / "examples" / "mlperf_tiny"

@@ -20,7 +20,7 @@ import pytest
 from usmp_dialect.backend.c.program import build_interface, interface_dict, scale_literal
 from usmp_dialect.testing import tflm
 from usmp_dialect.testing.harness import STRICT_FLAGS
-from usmp_dialect.testing.model_runner import PREFIX, generate_c
+from usmp_dialect.validation.host import PREFIX, generate_c
 
 ROOT = Path(__file__).resolve().parents[3]
 MODELS = sorted((ROOT / "examples" / "mlperf_tiny").glob("*.tflite"))
