@@ -295,7 +295,7 @@ class _Generator:
         if one_by_one:
             kind = "conv 1x1 (pointwise)"
         elif op.inputs[0] in self.graph.inputs:
-            kind = f"conv {k_h}x{k_w} (first layer, {in_c} input channels)"
+            kind = f"conv {k_h}x{k_w} (first layer, {in_c} input channel{'s' * (in_c > 1)})"
         else:
             kind = f"conv {k_h}x{k_w}"
         return emitted, scratch, "arm_convolve_wrapper_s8", kind
@@ -934,6 +934,84 @@ def kind_rows(result: ModelResult) -> dict[str, tuple[int, int, int]]:
     return rows
 
 
+KERNEL_NOTES = (
+    (
+        "conv 1x1",
+        "`arm_convolve_1x1_s8_fast` -> `arm_nn_mat_mult_nt_t_s8`: no im2col; blocks of 2 "
+        "output channels x 2 pixels (4 accumulators), 16 input channels per iteration, 4 "
+        "bytes per load widened with `SXTB16` and accumulated with `SMLAD` (2 MACs per "
+        "instruction); the input zero point enters once per output channel through the "
+        "weight row sums.",
+    ),
+    (
+        "conv ",
+        "`arm_convolve_s8`: the windows of two output pixels copied to the scratch buffer as "
+        "int16 with the input offset added (im2col, zero padding written once), then "
+        "`arm_nn_mat_mult_kernel_s8_s16`: 2 output channels x 2 pixels, weights widened with "
+        "`SXTB16`, `SMLAD` on int16 pairs. With one input channel (kws's first layer) the "
+        "window rows are only 4 bytes long, so the im2col copy dominates less than the MACs.",
+    ),
+    (
+        "depthwise 3x3",
+        "`arm_depthwise_conv_3x3_s8`: 4 channels per iteration from 32-bit loads of input "
+        "and kernel, the 3x3 window's valid rows and columns decided once per output pixel "
+        "(padding <= 1), then requantisation of 4 outputs.",
+    ),
+    (
+        "depthwise",
+        "`arm_depthwise_conv_s8_opt` (channel multiplier 1, not 3x3): each output row's "
+        "windows gathered into an int16 scratch buffer, then 4 channels at a time with "
+        "`SMLAD`; `arm_depthwise_conv_s8` (generic) otherwise.",
+    ),
+    (
+        "fully connected",
+        "`arm_nn_vec_mat_mult_t_s8`: 2 weight rows at a time, 4 columns per iteration, "
+        "`SXTB16` + `SMLAD`, the input offset added through the row sums.",
+    ),
+)
+
+
+def losses_section(results: Sequence[ModelResult]) -> list[str]:
+    """Per CPU, the kinds of layer summed over the models, largest excess of ours first."""
+    lines = [
+        "## Where our kernels lose, per kind of layer (all models)",
+        "",
+        "Instructions summed over the models' layers of each kind (probed builds); the excess is "
+        "ours minus CMSIS-NN, its share the part of the whole excess of the run. The notes "
+        "say what CMSIS-NN's kernel on the DSP cores does for that kind.",
+        "",
+    ]
+    for cpu in dict.fromkeys(r.cpu for r in results):
+        totals: dict[str, list[int]] = {}
+        for r in (r for r in results if r.cpu == cpu):
+            for kind, (macs, cmsis, ours) in kind_rows(r).items():
+                row = totals.setdefault(kind, [0, 0, 0])
+                row[0] += macs
+                row[1] += cmsis
+                row[2] += ours
+        excess = sum(max(ours - cmsis, 0) for _, cmsis, ours in totals.values())
+        lines += [
+            f"### {cpu}",
+            "",
+            "| kind | MACs | CMSIS-NN | per MAC | ours | per MAC | ours / CMSIS-NN | excess "
+            "| share |",
+            "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        ]
+        for kind, (macs, cmsis, ours) in sorted(
+            totals.items(), key=lambda item: item[1][1] - item[1][2]
+        ):
+            share = f"{(ours - cmsis) / excess:.0%}" if excess and ours > cmsis else "-"
+            lines.append(
+                f"| {kind} | {macs:,} | {cmsis:,} | {_per_mac(cmsis, macs)} | {ours:,} | "
+                f"{_per_mac(ours, macs)} | {_ratio(ours, cmsis)} | {ours - cmsis:+,} | {share} |"
+            )
+        lines.append("")
+    lines += ["What CMSIS-NN does there:", ""]
+    lines += [f"* {kind.strip()}: {note}" for kind, note in KERNEL_NOTES]
+    lines.append("")
+    return lines
+
+
 def markdown(results: Sequence[ModelResult], command: str, cmsis_nn: Path) -> str:
     origin = cmsis_nn / "ORIGIN.txt"
     commit = re.search(r"[0-9a-f]{40}", origin.read_text()) if origin.exists() else None
@@ -990,9 +1068,9 @@ def markdown(results: Sequence[ModelResult], command: str, cmsis_nn: Path) -> st
             f"{r.cmsis.rodata_bytes:,} | {r.ours.rodata_bytes:,} | {r.cmsis.ram_bytes:,} | "
             f"{r.ours.ram_bytes:,} | {r.cmsis.stack_bytes:,} | {r.ours.stack_bytes:,} |"
         )
+    lines += ["", *losses_section(results)]
     lines += [
-        "",
-        "## Where the instructions go, per kind of layer",
+        "## Per model, per kind of layer",
         "",
         "Sums of the per-layer figures below (probed builds). Pointwise = 1x1 convolution, "
         "first layer = the convolution reading the model's input.",
