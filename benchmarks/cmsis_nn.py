@@ -945,28 +945,29 @@ KERNEL_NOTES = (
     ),
     (
         "conv ",
-        "`arm_convolve_s8`: the windows of two output pixels copied to the scratch buffer as "
-        "int16 with the input offset added (im2col, zero padding written once), then "
+        "`arm_convolve_s8`: the windows of two output pixels copied (im2col, padding filled "
+        "with the input zero point) and widened to int16 with the input offset added "
+        "(`arm_q7_to_q15_with_offset`) in the scratch buffer, then "
         "`arm_nn_mat_mult_kernel_s8_s16`: 2 output channels x 2 pixels, weights widened with "
-        "`SXTB16`, `SMLAD` on int16 pairs. With one input channel (kws's first layer) the "
-        "window rows are only 4 bytes long, so the im2col copy dominates less than the MACs.",
+        "`SXTB16`, `SMLAD` on int16 pairs.",
     ),
     (
         "depthwise 3x3",
         "`arm_depthwise_conv_3x3_s8`: 4 channels per iteration from 32-bit loads of input "
-        "and kernel, the 3x3 window's valid rows and columns decided once per output pixel "
+        "and kernel, the window's first valid row decided once per output pixel "
         "(padding <= 1), then requantisation of 4 outputs.",
     ),
     (
         "depthwise",
-        "`arm_depthwise_conv_s8_opt` (channel multiplier 1, not 3x3): each output row's "
-        "windows gathered into an int16 scratch buffer, then 4 channels at a time with "
-        "`SMLAD`; `arm_depthwise_conv_s8` (generic) otherwise.",
+        "`arm_depthwise_conv_s8_opt` (channel multiplier 1, not 3x3 with padding <= 1): each "
+        "output pixel's window copied to the int16 scratch buffer with the input offset "
+        "added, then 4 channels at a time, two taps per `SMLAD`.",
     ),
     (
         "fully connected",
-        "`arm_nn_vec_mat_mult_t_s8`: 2 weight rows at a time, 4 columns per iteration, "
-        "`SXTB16` + `SMLAD`, the input offset added through the row sums.",
+        "`arm_nn_vec_mat_mult_t_s8`: 2 weight rows at a time, 4 columns per iteration; the "
+        "input widened once for both rows with the offset added (`SXTAB16`), the weights "
+        "with `SXTB16`, then `SMLAD`.",
     ),
 )
 
