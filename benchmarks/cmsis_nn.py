@@ -52,6 +52,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+import tflite
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -243,8 +244,6 @@ class _Generator:
     # so the context line is a placeholder `@CONTEXT@` replaced once the arena is planned.
 
     def conv(self, name: str, op: Operator) -> tuple[_Emitted, int, str, str]:
-        import tflite
-
         options = op.option(tflite.Conv2DOptions)
         _, in_h, in_w, in_c = self.graph.tensors[op.inputs[0]].shape
         out_n, out_h, out_w, out_c = self.graph.tensors[op.outputs[0]].shape
@@ -301,8 +300,6 @@ class _Generator:
         return emitted, scratch, "arm_convolve_wrapper_s8", kind
 
     def depthwise(self, name: str, op: Operator) -> tuple[_Emitted, int, str, str]:
-        import tflite
-
         options = op.option(tflite.DepthwiseConv2DOptions)
         _, in_h, in_w, in_c = self.graph.tensors[op.inputs[0]].shape
         out_n, out_h, out_w, out_c = self.graph.tensors[op.outputs[0]].shape
@@ -359,8 +356,6 @@ class _Generator:
         return emitted, scratch, "arm_depthwise_conv_wrapper_s8", f"depthwise {k_h}x{k_w}"
 
     def fully_connected(self, name: str, op: Operator) -> tuple[_Emitted, int, str, str]:
-        import tflite
-
         options = op.option(tflite.FullyConnectedOptions)
         output_shape = self.graph.tensors[op.outputs[0]].shape
         out_c, accum = self.graph.tensors[op.inputs[1]].shape
@@ -404,8 +399,6 @@ class _Generator:
         return emitted, 0, "arm_fully_connected_s8", "fully connected"
 
     def average_pool(self, name: str, op: Operator) -> tuple[_Emitted, int, str, str]:
-        import tflite
-
         options = op.option(tflite.Pool2DOptions)
         _, in_h, in_w, in_c = self.graph.tensors[op.inputs[0]].shape
         out_n, out_h, out_w, out_c = self.graph.tensors[op.outputs[0]].shape
@@ -443,8 +436,6 @@ class _Generator:
         return emitted, in_c * 4, "arm_avgpool_s8", "average pool"
 
     def add(self, name: str, op: Operator) -> tuple[_Emitted, int, str, str]:
-        import tflite
-
         options = op.option(tflite.AddOptions)
         shapes = [self.graph.tensors[i].shape for i in (*op.inputs, *op.outputs)]
         if len(set(shapes)) != 1:
@@ -471,8 +462,6 @@ class _Generator:
         return emitted, 0, "arm_elementwise_add_s8", "add"
 
     def softmax(self, name: str, op: Operator) -> tuple[_Emitted, int, str, str]:
-        import tflite
-
         options = op.option(tflite.SoftmaxOptions)
         shape = self.graph.tensors[op.inputs[0]].shape
         input_scale, _ = self.scale_zp(op.inputs[0])
