@@ -398,9 +398,11 @@ def build_firmware(
     optimization: str = "-O2",
     data_seeds: Sequence[int] = (1,),
     extra_flags: Sequence[str] = (),
+    libraries: Sequence[Path] = (),
 ) -> Firmware:
-    """Cross-compiles the model (strict warnings), the harness and the runtime, and links
-    them with the harness's linker script (`-fstack-usage` writes `model.su`)."""
+    """Cross-compiles the model (strict warnings, plus `extra_flags`), the harness and the
+    runtime, and links them and the static `libraries` with the harness's linker script
+    (`-fstack-usage` writes `model.su`, the linker `firmware.map`)."""
     write_sources(model, directory, data_seeds)
     (directory / "startup.c").write_text(STARTUP_SOURCE)
     (directory / "firmware.ld").write_text(linker_script(model.sections, cpu.extra_region))
@@ -435,7 +437,9 @@ def build_firmware(
             "--specs=nosys.specs",
             f"-T{directory / 'firmware.ld'}",
             "-Wl,--gc-sections",
+            f"-Wl,-Map={directory / 'firmware.map'}",
             *objects,
+            *(str(library) for library in libraries),
             "-lm",
             "-o",
             str(elf),
@@ -478,8 +482,11 @@ def run_native(
     data_seeds: Sequence[int] = (1,),
     cc: str | None = None,
     optimization: str = "-O2",
+    extra_flags: Sequence[str] = (),
+    libraries: Sequence[Path] = (),
 ) -> str:
-    """Builds the same harness with the host compiler (strict warnings) and runs it."""
+    """Builds the same harness with the host compiler (strict warnings, plus `extra_flags`),
+    links the static `libraries`, and runs it."""
     compiler = cc or os.environ.get("USMP_DIFFERENTIAL_CC", "gcc")
     write_sources(model, directory, data_seeds)
     program = directory / "native"
@@ -492,6 +499,8 @@ def run_native(
             str(directory),
             str(directory / "model.c"),
             str(directory / "harness.c"),
+            *extra_flags,
+            *(str(library) for library in libraries),
             "-o",
             str(program),
             "-lm",
