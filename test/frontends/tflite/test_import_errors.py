@@ -41,6 +41,27 @@ def fully_connected(**changes: object) -> bytes:
 
 
 CASES: dict[str, tuple[Callable[[], bytes], str]] = {
+    "shuffled weights": (
+        lambda: write_model(
+            [
+                TensorSpec("x", np.float32, (1, 4)),
+                TensorSpec("w", np.float32, (2, 4), data=np.ones((2, 4), np.float32)),
+                TensorSpec("y", np.float32, (1, 2)),
+            ],
+            [
+                OperatorSpec(
+                    "FULLY_CONNECTED",
+                    [0, 1, -1],
+                    [2],
+                    "FullyConnectedOptions",
+                    {"WeightsFormat": 1},
+                )
+            ],
+            [0],
+            [2],
+        ),
+        "unsupported: FULLY_CONNECTED with shuffled weights (operator 0)",
+    ),
     "unsupported operator": (
         lambda: fully_connected(opcode="BATCH_MATMUL"),
         "unsupported: operator BATCH_MATMUL (operator 0)",
@@ -92,8 +113,8 @@ def test_import_error_is_one_line(case: str, tmp_path: Path) -> None:
 
 def several_unsupported() -> bytes:
     """x -> LSTM(0) -> a -> FC(1) -> b -> SVDF(2) -> c -> ADD(3, int16 c + int16 d) -> e ->
-    LSTM(4) -> y, with d a model input: two LSTMs, an SVDF and int16 activations on the ADD
-    and FC."""
+    LSTM(4) -> y, with d a model input: two LSTMs, an SVDF, a fused TANH on the FC and int16
+    activations on the ADD and FC."""
     tensors = [
         TensorSpec("x", np.float32, (1, 4)),
         TensorSpec("a", np.int16, (1, 4)),
@@ -106,7 +127,13 @@ def several_unsupported() -> bytes:
     ]
     operators = [
         OperatorSpec("UNIDIRECTIONAL_SEQUENCE_LSTM", [0], [1]),
-        OperatorSpec("FULLY_CONNECTED", [1, 2, -1], [3], "FullyConnectedOptions"),
+        OperatorSpec(
+            "FULLY_CONNECTED",
+            [1, 2, -1],
+            [3],
+            "FullyConnectedOptions",
+            {"FusedActivationFunction": tflite.ActivationFunctionType.TANH},
+        ),
         OperatorSpec("SVDF", [3], [4]),
         OperatorSpec("ADD", [4, 5], [6], "AddOptions"),
         OperatorSpec("UNIDIRECTIONAL_SEQUENCE_LSTM", [6], [7]),
@@ -115,14 +142,15 @@ def several_unsupported() -> bytes:
 
 
 def test_every_unsupported_construct_in_one_line(tmp_path: Path) -> None:
-    """All unsupported operators and activation types at once, grouped by kind with their
-    operator indices, operators first; nothing is imported."""
+    """All unsupported operators, options and activation types at once, grouped by kind with
+    their operator indices, operators first; nothing is imported."""
     path = tmp_path / "model.tflite"
     path.write_bytes(several_unsupported())
     assert_refused_in_one_line(
         path,
         "unsupported: operator UNIDIRECTIONAL_SEQUENCE_LSTM (operators 0, 4), operator SVDF "
-        "(operator 2), activation type int16 (tensors 'a', 'c', 'd' of operators 1, 3)",
+        "(operator 2), FULLY_CONNECTED with fused activation TANH (operator 1), activation "
+        "type int16 (tensors 'a', 'c', 'd' of operators 1, 3)",
     )
 
 

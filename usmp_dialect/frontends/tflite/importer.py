@@ -130,18 +130,27 @@ OPERATORS: dict[str, Handler] = {}
 # constants only (SHAPE: any input, it reads only the static shape). The scan checks models
 # against it before any IR is built; `operators.py` prints it as the operator table.
 ACTIVATION_TYPES_OF: dict[str, tuple[np.dtype, ...]] = {}
+# A handler's check of an operator's options before the import: what it does not support
+# (e.g. "fused activation TANH"), or None.
+Supports = Callable[[Operator], str | None]
+SUPPORTS: dict[str, Supports] = {}
 
 
 def operator(
-    *opcodes: str, types: tuple[np.dtype, ...] = ACTIVATION_TYPES
+    *opcodes: str,
+    types: tuple[np.dtype, ...] = ACTIVATION_TYPES,
+    supports: Supports | None = None,
 ) -> Callable[[Handler], Handler]:
     """Registers a handler for TFLite builtin operators `opcodes` computing on activations of
-    `types` (`()`: folded at import, constants only)."""
+    `types` (`()`: folded at import, constants only); `supports` checks an operator's options
+    in the pre-scan."""
 
     def register(handler: Handler) -> Handler:
         for opcode in opcodes:
             OPERATORS[opcode] = handler
             ACTIVATION_TYPES_OF[opcode] = types
+            if supports is not None:
+                SUPPORTS[opcode] = supports
         return handler
 
     return register
@@ -154,12 +163,14 @@ def _operator_kind(op: Operator) -> str:
 
 
 def unsupported(graph: Graph) -> list[Finding]:
-    """Every operator without a handler and every activation of a type its operator does not
-    compute with (model inputs and outputs included), in graph order: the pre-scan before the
-    import. A tensor is a constant when it has data or an operator that folds (SHAPE, or any
-    operator whose inputs are all constants) writes it; constants are never checked."""
+    """Every operator without a handler, every option its handler's `supports` check refuses,
+    and every activation of a type its operator does not compute with (model inputs and outputs
+    included), in graph order: the pre-scan before the import. A tensor is a constant when it
+    has data or an operator that folds (SHAPE, or any operator whose inputs are all constants)
+    writes it; constants are never checked."""
     constant = {tensor.index for tensor in graph.tensors if tensor.data is not None}
     operators: list[Finding] = []
+    options: list[Finding] = []
     types: list[Finding] = []
     checked: set[int] = set()
 
@@ -181,11 +192,15 @@ def unsupported(graph: Graph) -> list[Finding]:
         folded = op.opcode == "SHAPE" or all(index in constant for index in inputs)
         if op.opcode not in OPERATORS:
             operators.append(Finding(_operator_kind(op), op.index))
-        elif ACTIVATION_TYPES_OF[op.opcode] and not folded:
+            continue
+        problem = SUPPORTS[op.opcode](op) if op.opcode in SUPPORTS else None
+        if problem is not None:
+            options.append(Finding(f"{op.opcode} with {problem}", op.index))
+        if ACTIVATION_TYPES_OF[op.opcode] and not folded:
             for index in (*inputs, *op.outputs):
                 if index not in constant:
                     check(graph.tensors[index], op, ACTIVATION_TYPES_OF[op.opcode])
-        if folded and op.opcode in OPERATORS:
+        if folded:
             constant.update(op.outputs)
     for index in (*graph.inputs, *graph.outputs):  # entry arguments, whoever reads them
         if index in checked or index in constant:
@@ -193,7 +208,7 @@ def unsupported(graph: Graph) -> list[Finding]:
         touching = [op for op in graph.operators if index in (*op.inputs, *op.outputs)]
         for op in touching or [None]:
             check(graph.tensors[index], op, ACTIVATION_TYPES)
-    return operators + types
+    return operators + options + types
 
 
 class TfliteImporter:
