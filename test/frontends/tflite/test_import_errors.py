@@ -100,6 +100,15 @@ CASES: dict[str, tuple[Callable[[], bytes], str]] = {
         "malformed or truncated TFLite file",
     ),
     "not a model": (lambda: b"this is not a flatbuffer at all", "not a TFLite model"),
+    "missing model output": (
+        lambda: write_model(
+            [TensorSpec("x", np.float32, (1, 4)), TensorSpec("y", np.float32, (1, 4))],
+            [OperatorSpec("RELU", [0], [1])],
+            [0],
+            [5],
+        ),
+        "the model output names a missing tensor 5",
+    ),
 }
 
 

@@ -198,7 +198,7 @@ def unsupported(graph: Graph) -> list[Finding]:
             options.append(Finding(f"{op.opcode} with {problem}", op.index))
         if ACTIVATION_TYPES_OF[op.opcode] and not folded:
             for index in (*inputs, *op.outputs):
-                if index not in constant:
+                if index >= 0 and index not in constant:
                     check(graph.tensors[index], op, ACTIVATION_TYPES_OF[op.opcode])
         if folded:
             constant.update(op.outputs)

@@ -226,4 +226,8 @@ def read_graph(data: bytes, path: str) -> Graph:
         ) from None
     if not inputs or not outputs:
         raise ModelImportError(f"{path}: the model has no inputs or no outputs")
+    for kind, indices in (("input", inputs), ("output", outputs)):
+        for index in indices:
+            if not 0 <= index < len(tensors):
+                raise ModelImportError(f"{path}: the model {kind} names a missing tensor {index}")
     return Graph(path, tensors, operators, inputs, outputs)
