@@ -2,10 +2,10 @@
 each: the corpus of the verifier's mutation test (`test/frontends/tflite/test_verify.py`).
 
 Each corruption changes one structural field the verifier reads (an offset, a vtable entry,
-a vector or string length; `verify.structure`) — to random bytes, an extreme value, a
-nearby value, or with one bit flipped — or truncates the file. TFLM may crash on such files,
-so its loader runs in a child process that reports file by file and is restarted after a
-crash.
+a vector or string length, a union's type; `verify.structure`) — to random bytes, an extreme
+value, a nearby value, or with one bit flipped — or truncates the file. TFLM may crash on
+such files, so its loader runs in a child process that reports file by file and is restarted
+after a crash.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from pathlib import Path
 from usmp_dialect.frontends.tflite.verify import structure
 from usmp_dialect.testing.tflm import ARENA_SIZE_BYTES
 
-_FORMATS = {2: "<H", 4: "<I"}
+_FORMATS = {1: "<B", 2: "<H", 4: "<I"}
 
 
 @dataclass(frozen=True)

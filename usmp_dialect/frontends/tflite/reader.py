@@ -91,12 +91,15 @@ class Operator:
     outputs: tuple[int, ...]
     options: Any  # the builtin options table (a `tflite.*Options`), or None
     custom_code: str = ""  # a CUSTOM operator's name
+    options_type: int = 0  # the `tflite.BuiltinOptions` code of `options`
 
     def option(self, options_class: type) -> Any:
-        """The builtin options as `options_class` (e.g. `tflite.Conv2DOptions`)."""
-        table = options_class()
-        if self.options is None:
+        """The builtin options as `options_class` (e.g. `tflite.Conv2DOptions`); None when the
+        operator has none or options of another type (as TFLM's `builtin_options_as_*`)."""
+        expected = getattr(tflite.BuiltinOptions, options_class.__name__, None)
+        if self.options is None or self.options_type != expected:
             return None
+        table = options_class()
         table.Init(self.options.Bytes, self.options.Pos)
         return table
 
@@ -185,8 +188,9 @@ def _operator(model: Any, raw: Any, index: int, tensor_count: int) -> Operator:
     for tensor in (*inputs, *outputs):
         if tensor >= tensor_count or tensor < -1:
             raise ModelImportError(f"{opcode} (operator {index}) names a missing tensor {tensor}")
-    options = raw.BuiltinOptions() if raw.BuiltinOptionsType() else None
-    return Operator(index, opcode, inputs, outputs, options, custom)
+    options_type = raw.BuiltinOptionsType()
+    options = raw.BuiltinOptions() if options_type else None
+    return Operator(index, opcode, inputs, outputs, options, custom, options_type)
 
 
 def read_graph(data: bytes, path: str) -> Graph:

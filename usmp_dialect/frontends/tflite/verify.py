@@ -33,7 +33,7 @@ class _Verifier:
     tables: int = 0
     depth: int = 0
     path: list[str] = field(default_factory=list)
-    # (byte position, size) of every offset, vtable entry and length read (`structure`)
+    # (byte position, size) of every offset, vtable entry, length and union type read
     structural: list[tuple[int, int]] = field(default_factory=list)
 
     def fail(self, problem: str) -> VerificationError:
@@ -116,6 +116,8 @@ class _Verifier:
             self.path.append(f"{name}.{field_name}")
             if kind.startswith("u:"):  # its type is the byte field before it
                 type_at = field_at(index - 1)
+                if type_at:
+                    self.structural.append((type_at, 1))
                 member = UNIONS[kind[2:]].get(self.data[type_at] if type_at else 0)
                 if member is not None:  # unknown types pass, as in the C++ verifiers
                     self.table(self.offset(at, f"a {member} table"), member)
@@ -155,9 +157,9 @@ def verify_model(data: bytes) -> None:
 
 
 def structure(data: bytes) -> list[tuple[int, int]]:
-    """(byte position, size) of every offset, vtable entry and vector or string length of the
-    valid TFLite flatbuffer `data`, in the order the verifier reads them, without repeats:
-    the bytes a corruption test flips."""
+    """(byte position, size) of every offset, vtable entry, vector or string length and union
+    type of the valid TFLite flatbuffer `data`, in the order the verifier reads them, without
+    repeats: the bytes a corruption test flips."""
     verifier = _Verifier(data)
     verifier.table(verifier.offset(0, "the Model table"), "Model")
     return list(dict.fromkeys(verifier.structural))
