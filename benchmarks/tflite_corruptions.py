@@ -69,7 +69,7 @@ def main() -> None:
         "",
         f"`python benchmarks/tflite_corruptions.py --count {arguments.count} --seed "
         f"{arguments.seed}`: {len(cases)} corruptions (changed offsets, vtable entries and "
-        "lengths, truncations), each through `usmp-opt -p '" + PIPELINE + "' -t c`.",
+        "lengths, union types, truncations), each through `usmp-opt -p '" + PIPELINE + "' -t c`.",
         "",
         "| outcome | files |",
         "| --- | ---: |",
