@@ -48,14 +48,14 @@ W = {"w": np.ones((4, 4), np.float32)}
 CASES: dict[str, tuple[Callable[[], bytes], str]] = {
     "unsupported operator": (
         lambda: model([node("Erf", ["x"], ["y"], name="erf1")]),
-        "Erf node 'erf1' (node 0): unsupported operator Erf",
+        "unsupported: operator Erf (node 0 'erf1')",
     ),
     "other domain": (
         lambda: model(
             [node("Gelu", ["x"], ["y"], domain="com.microsoft")],
             domain_opsets=(("com.microsoft", 1),),
         ),
-        "Gelu node (node 0): unsupported operator Gelu of domain 'com.microsoft'",
+        "unsupported: operator Gelu of domain 'com.microsoft' (node 0)",
     ),
     "symbolic input dimension": (
         lambda: model([node("Relu", ["x"], ["y"])], ["N", 4], ["N", 4]),
@@ -65,7 +65,7 @@ CASES: dict[str, tuple[Callable[[], bytes], str]] = {
         lambda: model(
             [node("Relu", ["x"], ["h"], name="r"), node("NonZero", ["h"], ["y"])],
         ),
-        "NonZero node (node 1): unsupported operator NonZero",
+        "unsupported: operator NonZero (node 1)",
     ),
     "matmul of activations": (
         lambda: model([node("MatMul", ["x", "x"], ["y"], name="mm")], [4, 4], [4, 4]),
@@ -94,6 +94,23 @@ CASES: dict[str, tuple[Callable[[], bytes], str]] = {
         "ONNX opset 8 is not supported (opsets 9-21 are)",
     ),
     "not a model": (lambda: b"\xff\xfe definitely not protobuf", "not an ONNX model"),
+    "several unsupported": (
+        lambda: model(
+            [
+                node("Erf", ["x"], ["a"], name="erf1"),
+                node("Relu", ["a"], ["b"], name="r"),
+                node("Cast", ["b"], ["c"], to=TensorProto.INT16, name="to16"),
+                node("Gelu", ["c"], ["d"], domain="com.microsoft", name="g"),
+                node("Erf", ["d"], ["e"]),
+                node("Cast", ["e"], ["f"], to=TensorProto.DOUBLE, name="to64"),
+                node("Cast", ["f"], ["y"], to=TensorProto.FLOAT, name="back"),
+            ],
+            domain_opsets=(("com.microsoft", 1),),
+        ),
+        "unsupported: operator Erf (nodes 0 'erf1', 4), operator Gelu of domain "
+        "'com.microsoft' (node 3 'g'), activation type int16 (tensor 'c' of node 2 'to16'), "
+        "activation type float64 (tensor 'f' of nodes 5 'to64', 6 'back')",
+    ),
 }
 
 

@@ -186,6 +186,6 @@ def test_uint8_quantisation_is_refused(tmp_path: Path) -> None:
     )
     assert ran.returncode == 1
     assert ran.stderr.strip() == (
-        f"usmp-opt: error: {path}: QuantizeLinear node 'q' (node 0): quantisation to uint8 is "
-        "not supported (only int8: quantise with activation_type=QInt8 and weight_type=QInt8)"
+        f"usmp-opt: error: {path}: unsupported: activation type uint8 (tensor 'q8' of nodes 0 "
+        "'q', 1; quantise with activation_type=QInt8 and weight_type=QInt8)"
     )

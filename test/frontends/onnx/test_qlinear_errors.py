@@ -63,7 +63,8 @@ CASES: dict[str, tuple[Callable[[], bytes], str]] = {
             [1, 2, 4, 4],
             (TensorProto.FLOAT, [1, 2, 4, 4]),
         ),
-        "QLinearConv node 'qc' (node 0): the output is uint8; only int8 is supported",
+        "unsupported: activation type uint8 (tensor 'u' of nodes 0 'qc', 1; quantise with "
+        "activation_type=QInt8 and weight_type=QInt8)",
     ),
     "asymmetric per-channel weights": (
         lambda: int8_model(

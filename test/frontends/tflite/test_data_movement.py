@@ -374,7 +374,7 @@ def test_int8_concatenation_needs_equal_quantisation() -> None:
                 [0],
                 [1],
             ),
-            "a fused activation on CONCATENATION is not supported",
+            "unsupported: CONCATENATION with fused activation RELU (operator 0)",
         ),
         (
             write_model(

@@ -467,7 +467,7 @@ def test_per_channel_inputs_and_fused_tanh_are_rejected() -> None:
     )
     model.output(out)
     with pytest.raises(
-        ModelImportError, match="MUL \\(operator 0\\): unsupported fused activation 4"
+        ModelImportError, match="unsupported: MUL with fused activation TANH \\(operator 0\\)"
     ):
         import_tflite(model.data(), "tanh.tflite")
 

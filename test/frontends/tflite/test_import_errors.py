@@ -41,9 +41,30 @@ def fully_connected(**changes: object) -> bytes:
 
 
 CASES: dict[str, tuple[Callable[[], bytes], str]] = {
+    "shuffled weights": (
+        lambda: write_model(
+            [
+                TensorSpec("x", np.float32, (1, 4)),
+                TensorSpec("w", np.float32, (2, 4), data=np.ones((2, 4), np.float32)),
+                TensorSpec("y", np.float32, (1, 2)),
+            ],
+            [
+                OperatorSpec(
+                    "FULLY_CONNECTED",
+                    [0, 1, -1],
+                    [2],
+                    "FullyConnectedOptions",
+                    {"WeightsFormat": 1},
+                )
+            ],
+            [0],
+            [2],
+        ),
+        "unsupported: FULLY_CONNECTED with shuffled weights (operator 0)",
+    ),
     "unsupported operator": (
         lambda: fully_connected(opcode="BATCH_MATMUL"),
-        "unsupported operator BATCH_MATMUL (operator 0)",
+        "unsupported: operator BATCH_MATMUL (operator 0)",
     ),
     "custom operator": (
         lambda: write_model(
@@ -52,7 +73,7 @@ CASES: dict[str, tuple[Callable[[], bytes], str]] = {
             [0],
             [1],
         ),
-        "unsupported operator CUSTOM 'MyOp' (operator 0)",
+        "unsupported: operator CUSTOM 'MyOp' (operator 0)",
     ),
     "dynamic shape": (
         lambda: fully_connected(x_shape_signature=[1, -1]),
@@ -68,17 +89,26 @@ CASES: dict[str, tuple[Callable[[], bytes], str]] = {
     ),
     "unsupported tensor type": (
         lambda: fully_connected(x_type=tflite.TensorType.COMPLEX64),
-        "tensor 'x' (index 0) has the unsupported type COMPLEX64",
+        "unsupported: tensor type COMPLEX64 (tensor 'x' of operator 0)",
     ),
     "int16 activations": (
         lambda: fully_connected(x_type=tflite.TensorType.INT16),
-        "tensor 'x' (index 0) is an activation of type int16; only int8 and float32",
+        "unsupported: activation type int16 (tensor 'x' of operator 0)",
     ),
     "truncated file": (
         lambda: KWS.read_bytes()[:20000],
         "malformed or truncated TFLite file",
     ),
     "not a model": (lambda: b"this is not a flatbuffer at all", "not a TFLite model"),
+    "missing model output": (
+        lambda: write_model(
+            [TensorSpec("x", np.float32, (1, 4)), TensorSpec("y", np.float32, (1, 4))],
+            [OperatorSpec("RELU", [0], [1])],
+            [0],
+            [5],
+        ),
+        "the model output names a missing tensor 5",
+    ),
 }
 
 
@@ -88,6 +118,72 @@ def test_import_error_is_one_line(case: str, tmp_path: Path) -> None:
     path = tmp_path / "model.tflite"
     path.write_bytes(make())
     assert_refused_in_one_line(path, expected)
+
+
+def several_unsupported() -> bytes:
+    """x -> LSTM(0) -> a -> FC(1) -> b -> SVDF(2) -> c -> ADD(3, int16 c + int16 d) -> e ->
+    LSTM(4) -> y, with d a model input: two LSTMs, an SVDF, a fused TANH on the FC and int16
+    activations on the ADD and FC."""
+    tensors = [
+        TensorSpec("x", np.float32, (1, 4)),
+        TensorSpec("a", np.int16, (1, 4)),
+        TensorSpec("w", np.float32, (4, 4), data=np.ones((4, 4), np.float32)),
+        TensorSpec("b", np.float32, (1, 4)),
+        TensorSpec("c", np.int16, (1, 4)),
+        TensorSpec("d", np.int16, (1, 4)),
+        TensorSpec("e", np.float32, (1, 4)),
+        TensorSpec("y", np.float32, (1, 4)),
+    ]
+    operators = [
+        OperatorSpec("UNIDIRECTIONAL_SEQUENCE_LSTM", [0], [1]),
+        OperatorSpec(
+            "FULLY_CONNECTED",
+            [1, 2, -1],
+            [3],
+            "FullyConnectedOptions",
+            {"FusedActivationFunction": tflite.ActivationFunctionType.TANH},
+        ),
+        OperatorSpec("SVDF", [3], [4]),
+        OperatorSpec("ADD", [4, 5], [6], "AddOptions"),
+        OperatorSpec("UNIDIRECTIONAL_SEQUENCE_LSTM", [6], [7]),
+    ]
+    return write_model(tensors, operators, [0, 5], [7])
+
+
+def test_every_unsupported_construct_in_one_line(tmp_path: Path) -> None:
+    """All unsupported operators, options and activation types at once, grouped by kind with
+    their operator indices, operators first; nothing is imported."""
+    path = tmp_path / "model.tflite"
+    path.write_bytes(several_unsupported())
+    assert_refused_in_one_line(
+        path,
+        "unsupported: operator UNIDIRECTIONAL_SEQUENCE_LSTM (operators 0, 4), operator SVDF "
+        "(operator 2), FULLY_CONNECTED with fused activation TANH (operator 1), activation "
+        "type int16 (tensors 'a', 'c', 'd' of operators 1, 3)",
+    )
+
+
+def test_unsupported_types_of_constants_and_folded_tensors_are_not_reported(
+    tmp_path: Path,
+) -> None:
+    """int32 shape tensors (a constant, SHAPE's folded output) are not activations: only the
+    unsupported operator is reported."""
+    tensors = [
+        TensorSpec("x", np.float32, (1, 4)),
+        TensorSpec("s", np.int32, (2,)),
+        TensorSpec("r", np.float32, (1, 4)),
+        TensorSpec("y", np.float32, (1, 4)),
+    ]
+    operators = [
+        OperatorSpec("SHAPE", [0], [1], "ShapeOptions"),
+        OperatorSpec("RESHAPE", [0, 1], [2]),
+        OperatorSpec("SVDF", [2], [3]),
+    ]
+    path = tmp_path / "model.tflite"
+    path.write_bytes(write_model(tensors, operators, [0], [3]))
+    ran = run_usmp_opt(str(path), "-o", str(tmp_path / "out.mlir"))
+    assert ran.returncode == 1
+    assert ran.stderr == f"usmp-opt: error: {path}: unsupported: operator SVDF (operator 2)\n"
 
 
 def test_frontend_by_flag_and_module_output(tmp_path: Path) -> None:

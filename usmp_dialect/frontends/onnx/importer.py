@@ -40,6 +40,7 @@ from usmp_dialect.dialects.usmp import (
 from usmp_dialect.frontends.errors import ModelImportError
 from usmp_dialect.frontends.onnx.qdq import fuse_qdq
 from usmp_dialect.frontends.onnx.reader import Graph, Node, TensorInfo, read_graph
+from usmp_dialect.frontends.unsupported import Finding, report
 from usmp_dialect.kernels.builder import KernelBuilder, finish, function
 from usmp_dialect.kernels.module import (
     IO_NAME_CHARS,
@@ -243,6 +244,55 @@ def operator(*op_types: str, domain: str = "") -> Callable[[Handler], Handler]:
         return handler
 
     return register
+
+
+# Operators folded at import, whatever their inputs are: their outputs are constants.
+_ALWAYS_FOLDED = ("Constant", "Shape")
+_HINTS = {"uint8": "quantise with activation_type=QInt8 and weight_type=QInt8"}
+
+
+def unsupported(graph: Graph) -> list[Finding]:
+    """Every node without a handler and every activation (a tensor that is not a constant, read
+    by a node or a graph output) of a type no kernel computes with, in graph order: the
+    pre-scan before the import. Constants are initializers and the outputs of nodes that fold
+    (Constant, Shape, and any node whose inputs are all constants)."""
+    constant = set(graph.initializers)
+    read = {name for node in graph.nodes for name in node.inputs if name}
+    operators: list[Finding] = []
+    types: list[Finding] = []
+    checked: set[str] = set()
+
+    def check(name: str, node: Node | None) -> None:
+        info = graph.infos.get(name)
+        if info is None or info.dtype is None or info.dtype in ACTIVATION_TYPES:
+            return  # an unknown type or shape is reported where the tensor is built
+        kind = f"activation type {info.dtype.name}"
+        index, node_name = (node.index, node.name) if node is not None else (None, "")
+        hint = _HINTS.get(info.dtype.name, "")
+        types.append(Finding(kind, index, node_name, tensor=name, hint=hint))
+        checked.add(name)
+
+    for node in graph.nodes:
+        inputs = [name for name in node.inputs if name]
+        folded = node.op_type in _ALWAYS_FOLDED or all(name in constant for name in inputs)
+        if handler_of(node) is None:
+            domain = f" of domain '{node.domain}'" if node.domain not in ("", "ai.onnx") else ""
+            kind = f"operator {node.origin or node.op_type}{domain}"
+            operators.append(Finding(kind, node.index, node.name))
+            continue
+        if folded:
+            constant.update(node.outputs)
+            continue
+        for name in (*inputs, *node.outputs):
+            if name not in constant and (name in read or name in graph.outputs):
+                check(name, node)
+    for name in (*graph.inputs, *graph.outputs):  # entry arguments, whoever reads them
+        if name in checked or name in constant:
+            continue
+        touching = [node for node in graph.nodes if name in (*node.inputs, *node.outputs)]
+        for node in touching or [None]:
+            check(name, node)
+    return operators + types
 
 
 def handler_of(node: Node) -> Handler | None:
@@ -518,12 +568,7 @@ class OnnxImporter:
 
     def run(self) -> ModuleOp:
         graph = self.graph
-        for node in graph.nodes:
-            if handler_of(node) is None:
-                domain = f" of domain '{node.domain}'" if node.domain not in ("", "ai.onnx") else ""
-                raise ModelImportError(
-                    f"{graph.path}: {node.describe()}: unsupported operator {node.op_type}{domain}"
-                )
+        report(graph.path, unsupported(graph), unit="node")
         entry = self._entry()
         from usmp_dialect.frontends.onnx.macs import node_macs
 

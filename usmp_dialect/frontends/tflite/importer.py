@@ -46,7 +46,8 @@ from usmp_dialect.dialects.usmp import (
 )
 from usmp_dialect.frontends.errors import ModelImportError
 from usmp_dialect.frontends.tflite.macs import operator_macs
-from usmp_dialect.frontends.tflite.reader import Graph, Operator, Tensor, read_graph
+from usmp_dialect.frontends.tflite.reader import UNREADABLE, Graph, Operator, Tensor, read_graph
+from usmp_dialect.frontends.unsupported import Finding, report
 from usmp_dialect.kernels.builder import KernelBuilder, finish, function
 from usmp_dialect.kernels.module import (
     IO_NAME_CHARS,
@@ -136,17 +137,90 @@ class OperatorContext:
 
 Handler = Callable[[OperatorContext], None]
 OPERATORS: dict[str, Handler] = {}
+# What each registered operator computes with: the element types of its activations (inputs
+# and outputs that are not constants), or () for operators folded at import, which take
+# constants only (SHAPE: any input, it reads only the static shape). The scan checks models
+# against it before any IR is built; `operators.py` prints it as the operator table.
+ACTIVATION_TYPES_OF: dict[str, tuple[np.dtype, ...]] = {}
+# A handler's check of an operator's options before the import: what it does not support
+# (e.g. "fused activation TANH"), or None.
+Supports = Callable[[Operator], str | None]
+SUPPORTS: dict[str, Supports] = {}
 
 
-def operator(*opcodes: str) -> Callable[[Handler], Handler]:
-    """Registers a handler for TFLite builtin operators `opcodes`."""
+def operator(
+    *opcodes: str,
+    types: tuple[np.dtype, ...] = ACTIVATION_TYPES,
+    supports: Supports | None = None,
+) -> Callable[[Handler], Handler]:
+    """Registers a handler for TFLite builtin operators `opcodes` computing on activations of
+    `types` (`()`: folded at import, constants only); `supports` checks an operator's options
+    in the pre-scan."""
 
     def register(handler: Handler) -> Handler:
         for opcode in opcodes:
             OPERATORS[opcode] = handler
+            ACTIVATION_TYPES_OF[opcode] = types
+            if supports is not None:
+                SUPPORTS[opcode] = supports
         return handler
 
     return register
+
+
+def _operator_kind(op: Operator) -> str:
+    if op.opcode == "CUSTOM":
+        return f"operator CUSTOM '{op.custom_code}'"
+    return f"operator {op.opcode}"
+
+
+def unsupported(graph: Graph) -> list[Finding]:
+    """Every operator without a handler, every option its handler's `supports` check refuses,
+    and every activation of a type its operator does not compute with (model inputs and outputs
+    included), in graph order: the pre-scan before the import. A tensor is a constant when it
+    has data or an operator that folds (SHAPE, or any operator whose inputs are all constants)
+    writes it; constants are never checked."""
+    constant = {tensor.index for tensor in graph.tensors if tensor.data is not None}
+    operators: list[Finding] = []
+    options: list[Finding] = []
+    types: list[Finding] = []
+    checked: set[int] = set()
+
+    def check(tensor: Tensor, op: Operator | None, allowed: tuple[np.dtype, ...]) -> None:
+        if tensor.dtype in allowed:
+            return
+        if tensor.dtype == UNREADABLE:
+            kind = f"tensor type {tensor.type_name}"
+        elif tensor.dtype not in ACTIVATION_TYPES:
+            kind = f"activation type {tensor.dtype.name}"
+        else:  # an operator registered for fewer types than the frontend knows
+            kind = f"operator {op.opcode if op else '?'} on {tensor.dtype.name}"
+        name = tensor.name or str(tensor.index)
+        types.append(Finding(kind, op.index if op else None, tensor=name))
+        checked.add(tensor.index)
+
+    for op in graph.operators:
+        inputs = [index for index in op.inputs if index >= 0]
+        folded = op.opcode == "SHAPE" or all(index in constant for index in inputs)
+        if op.opcode not in OPERATORS:
+            operators.append(Finding(_operator_kind(op), op.index))
+            continue
+        problem = SUPPORTS[op.opcode](op) if op.opcode in SUPPORTS else None
+        if problem is not None:
+            options.append(Finding(f"{op.opcode} with {problem}", op.index))
+        if ACTIVATION_TYPES_OF[op.opcode] and not folded:
+            for index in (*inputs, *op.outputs):
+                if index >= 0 and index not in constant:
+                    check(graph.tensors[index], op, ACTIVATION_TYPES_OF[op.opcode])
+        if folded:
+            constant.update(op.outputs)
+    for index in (*graph.inputs, *graph.outputs):  # entry arguments, whoever reads them
+        if index in checked or index in constant:
+            continue
+        touching = [op for op in graph.operators if index in (*op.inputs, *op.outputs)]
+        for op in touching or [None]:
+            check(graph.tensors[index], op, ACTIVATION_TYPES)
+    return operators + options + types
 
 
 class TfliteImporter:
@@ -404,11 +478,7 @@ class TfliteImporter:
 
     def run(self) -> ModuleOp:
         graph = self.graph
-        for op in graph.operators:
-            if op.opcode not in OPERATORS:
-                raise ModelImportError(
-                    f"{graph.path}: unsupported operator {op.opcode} (operator {op.index})"
-                )
+        report(graph.path, unsupported(graph))
         entry = self._entry()
         for op in graph.operators:
             progress(f"importing operator {op.index + 1}/{len(graph.operators)} ({op.opcode})")

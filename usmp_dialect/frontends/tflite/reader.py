@@ -3,8 +3,11 @@
 Only what the importer needs is kept: subgraph 0's tensors (shape, element type, quantisation,
 constant data as numpy arrays over the file's bytes), its operators in execution order with
 their builtin options table, and its inputs and outputs. Everything a model can get wrong at
-this level — not a TFLite file, truncated, several subgraphs, dynamic shapes, tensor types we
-do not compute with — is a `ModelImportError` naming the file and the tensor or operator.
+this level — not a TFLite file, malformed or truncated (`verify.verify_model` checks every
+offset first), several subgraphs, dynamic shapes — is a `ModelImportError` naming the file and
+the tensor or operator. Tensor types we cannot read (COMPLEX64, STRING, ...) and custom
+operators are kept as they are (`UNREADABLE`, `Operator.custom_code`): the importer's scan
+reports them with every other unsupported construct at once.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from usmp_dialect.frontends.errors import ModelImportError
+from usmp_dialect.frontends.tflite.verify import VerificationError, verify_model
 
 try:
     import tflite
@@ -33,6 +37,8 @@ _TENSOR_TYPES: dict[int, np.dtype] = {
     tflite.TensorType.INT64: np.dtype(np.int64),
     tflite.TensorType.BOOL: np.dtype(np.bool_),
 }
+# The dtype of a tensor whose TFLite type we cannot read (its data is never read either).
+UNREADABLE = np.dtype(np.void)
 _TYPE_NAMES = {
     value: name for name, value in vars(tflite.TensorType).items() if not name.startswith("_")
 }
@@ -67,6 +73,7 @@ class Tensor:
     shape: tuple[int, ...]
     quantization: Quantization | None
     data: np.ndarray | None  # the constant value, shaped; None for activations
+    type_name: str  # TFLite's name of the element type, e.g. "INT8"
 
     @property
     def size_bytes(self) -> int:
@@ -83,12 +90,16 @@ class Operator:
     inputs: tuple[int, ...]  # tensor indices, -1 for an omitted optional input
     outputs: tuple[int, ...]
     options: Any  # the builtin options table (a `tflite.*Options`), or None
+    custom_code: str = ""  # a CUSTOM operator's name
+    options_type: int = 0  # the `tflite.BuiltinOptions` code of `options`
 
     def option(self, options_class: type) -> Any:
-        """The builtin options as `options_class` (e.g. `tflite.Conv2DOptions`)."""
-        table = options_class()
-        if self.options is None:
+        """The builtin options as `options_class` (e.g. `tflite.Conv2DOptions`); None when the
+        operator has none or options of another type (as TFLM's `builtin_options_as_*`)."""
+        expected = getattr(tflite.BuiltinOptions, options_class.__name__, None)
+        if self.options is None or self.options_type != expected:
             return None
+        table = options_class()
         table.Init(self.options.Bytes, self.options.Pos)
         return table
 
@@ -134,10 +145,8 @@ def _tensor(model: Any, data: bytes, raw: Any, index: int) -> Tensor:
     name = (raw.Name() or b"").decode("utf-8", "replace")
     where = f"tensor '{name}' (index {index})"
     code = raw.Type()
-    if code not in _TENSOR_TYPES:
-        type_name = _TYPE_NAMES.get(code, str(code))
-        raise ModelImportError(f"{where} has the unsupported type {type_name}")
-    dtype = _TENSOR_TYPES[code]
+    type_name = _TYPE_NAMES.get(code, f"type {code}")
+    dtype = _TENSOR_TYPES.get(code, UNREADABLE)
     shape = tuple(int(d) for d in raw.ShapeAsNumpy()) if raw.ShapeLength() else ()
     if raw.ShapeLength() == 0 and raw.ShapeSignatureLength() > 0:
         raise ModelImportError(f"{where} has an unknown shape")
@@ -150,7 +159,7 @@ def _tensor(model: Any, data: bytes, raw: Any, index: int) -> Tensor:
         raise ModelImportError(f"{where} has a dynamic shape {list(signature)}")
     constant = _buffer_bytes(model, data, raw.Buffer())
     array = None
-    if constant is not None:
+    if constant is not None and dtype != UNREADABLE:
         count = int(np.prod(shape, dtype=np.int64))
         if len(constant) != count * dtype.itemsize:
             raise ModelImportError(
@@ -160,7 +169,8 @@ def _tensor(model: Any, data: bytes, raw: Any, index: int) -> Tensor:
         array = np.frombuffer(constant, dtype=dtype.newbyteorder("<")).reshape(shape)
     if raw.IsVariable():
         raise ModelImportError(f"{where} is a variable tensor (stateful models are unsupported)")
-    return Tensor(index, name, dtype, shape, _quantization(raw.Quantization()), array)
+    quantization = _quantization(raw.Quantization())
+    return Tensor(index, name, dtype, shape, quantization, array, type_name)
 
 
 def _operator(model: Any, raw: Any, index: int, tensor_count: int) -> Operator:
@@ -169,23 +179,28 @@ def _operator(model: Any, raw: Any, index: int, tensor_count: int) -> Operator:
         raise ModelImportError(f"operator {index} has no operator code")
     code = model.OperatorCodes(code_index)
     builtin = max(code.BuiltinCode(), code.DeprecatedBuiltinCode())
+    custom = ""
     if builtin == tflite.BuiltinOperator.CUSTOM:
         custom = (code.CustomCode() or b"").decode("utf-8", "replace")
-        raise ModelImportError(f"unsupported operator CUSTOM '{custom}' (operator {index})")
     opcode = _OPERATOR_NAMES.get(builtin, f"builtin operator {builtin}")
     inputs = tuple(int(t) for t in raw.InputsAsNumpy()) if raw.InputsLength() else ()
     outputs = tuple(int(t) for t in raw.OutputsAsNumpy()) if raw.OutputsLength() else ()
     for tensor in (*inputs, *outputs):
         if tensor >= tensor_count or tensor < -1:
             raise ModelImportError(f"{opcode} (operator {index}) names a missing tensor {tensor}")
-    options = raw.BuiltinOptions() if raw.BuiltinOptionsType() else None
-    return Operator(index, opcode, inputs, outputs, options)
+    options_type = raw.BuiltinOptionsType()
+    options = raw.BuiltinOptions() if options_type else None
+    return Operator(index, opcode, inputs, outputs, options, custom, options_type)
 
 
 def read_graph(data: bytes, path: str) -> Graph:
     """Subgraph 0 of the TFLite model in `data` (read from `path`, named in messages)."""
     if len(data) < 8 or data[4:8] != b"TFL3":
         raise ModelImportError(f"{path}: not a TFLite model (no 'TFL3' file identifier)")
+    try:
+        verify_model(data)
+    except VerificationError as error:
+        raise ModelImportError(f"{path}: malformed or truncated TFLite file: {error}") from None
     try:
         model = tflite.Model.GetRootAs(data, 0)
         if model.SubgraphsLength() != 1:
@@ -215,4 +230,8 @@ def read_graph(data: bytes, path: str) -> Graph:
         ) from None
     if not inputs or not outputs:
         raise ModelImportError(f"{path}: the model has no inputs or no outputs")
+    for kind, indices in (("input", inputs), ("output", outputs)):
+        for index in indices:
+            if not 0 <= index < len(tensors):
+                raise ModelImportError(f"{path}: the model {kind} names a missing tensor {index}")
     return Graph(path, tensors, operators, inputs, outputs)

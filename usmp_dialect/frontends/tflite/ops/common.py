@@ -8,7 +8,7 @@ import numpy as np
 import tflite
 
 from usmp_dialect.frontends.tflite.importer import OperatorContext
-from usmp_dialect.frontends.tflite.reader import Quantization, Tensor
+from usmp_dialect.frontends.tflite.reader import Operator, Quantization, Tensor
 from usmp_dialect.kernels.conv import FloatActivation, Window
 from usmp_dialect.kernels.fixed_point import activation_range, float_activation_range
 
@@ -21,6 +21,34 @@ _ACTIVATIONS = {
 
 INT8 = np.dtype(np.int8)
 FLOAT32 = np.dtype(np.float32)
+_ACTIVATION_NAMES = {
+    code: name
+    for name, code in vars(tflite.ActivationFunctionType).items()
+    if not name.startswith("_")
+}
+# The options table holding each operator's fused activation.
+_FUSED_OPTIONS: dict[str, type] = {
+    "CONV_2D": tflite.Conv2DOptions,
+    "DEPTHWISE_CONV_2D": tflite.DepthwiseConv2DOptions,
+    "FULLY_CONNECTED": tflite.FullyConnectedOptions,
+    "AVERAGE_POOL_2D": tflite.Pool2DOptions,
+    "MAX_POOL_2D": tflite.Pool2DOptions,
+    "ADD": tflite.AddOptions,
+    "SUB": tflite.SubOptions,
+    "MUL": tflite.MulOptions,
+    "CONCATENATION": tflite.ConcatenationOptions,
+}
+
+
+def supported_fused_activation(op: Operator) -> str | None:
+    """The `supports` check of operators with a fused activation: the kernels apply NONE,
+    RELU, RELU_N1_TO_1 and RELU6 (CONCATENATION none)."""
+    options = op.option(_FUSED_OPTIONS[op.opcode])
+    code = options.FusedActivationFunction() if options is not None else 0
+    allowed = (0,) if op.opcode == "CONCATENATION" else tuple(_ACTIVATIONS)
+    if code in allowed:
+        return None
+    return f"fused activation {_ACTIVATION_NAMES.get(code, str(code))}"
 
 
 def fused_activation(context: OperatorContext, code: int) -> str:

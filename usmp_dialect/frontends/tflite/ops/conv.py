@@ -18,9 +18,10 @@ from usmp_dialect.frontends.tflite.ops.common import (
     fused_activation,
     quantization,
     require_types,
+    supported_fused_activation,
     window,
 )
-from usmp_dialect.frontends.tflite.reader import Tensor
+from usmp_dialect.frontends.tflite.reader import Operator, Tensor
 from usmp_dialect.kernels.conv import FloatActivation, QuantizedConv, conv2d, fold_input_offset
 from usmp_dialect.kernels.fixed_point import float32, quantize_multiplier
 from usmp_dialect.kernels.fully_connected import fully_connected
@@ -132,7 +133,7 @@ def _symbols(
     return filters, bias_symbol
 
 
-@operator("CONV_2D", "DEPTHWISE_CONV_2D")
+@operator("CONV_2D", "DEPTHWISE_CONV_2D", supports=supported_fused_activation)
 def convolution(context: OperatorContext) -> None:
     depthwise = context.op.opcode == "DEPTHWISE_CONV_2D"
     options = context.op.option(
@@ -183,7 +184,14 @@ def convolution(context: OperatorContext) -> None:
     context.call([context.value(0)], [context.result()])
 
 
-@operator("FULLY_CONNECTED")
+def _supported_fully_connected(op: Operator) -> str | None:
+    options = op.option(tflite.FullyConnectedOptions)
+    if options is not None and options.WeightsFormat() != 0:
+        return "shuffled weights"
+    return supported_fused_activation(op)
+
+
+@operator("FULLY_CONNECTED", supports=_supported_fully_connected)
 def fully_connected_layer(context: OperatorContext) -> None:
     options = context.op.option(tflite.FullyConnectedOptions)
     source, output, filters = context.tensor(0), context.tensor(0, output=True), context.tensor(1)

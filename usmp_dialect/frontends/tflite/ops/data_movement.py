@@ -16,7 +16,12 @@ import numpy as np
 import tflite
 
 from usmp_dialect.frontends.tflite.importer import OperatorContext, operator
-from usmp_dialect.frontends.tflite.ops.common import INT8, quantization, require_types
+from usmp_dialect.frontends.tflite.ops.common import (
+    INT8,
+    quantization,
+    require_types,
+    supported_fused_activation,
+)
 from usmp_dialect.frontends.tflite.ops.fold import (
     SliceSpec,
     all_constant,
@@ -100,7 +105,7 @@ def _side_by_side(context: OperatorContext, outer: int, widths: Sequence[int]) -
     context.call(values, [context.view(target, (outer, total))])
 
 
-@operator("CONCATENATION")
+@operator("CONCATENATION", supports=supported_fused_activation)
 def concatenation_layer(context: OperatorContext) -> None:
     options = context.op.option(tflite.ConcatenationOptions)
     if options is not None and options.FusedActivationFunction() != 0:

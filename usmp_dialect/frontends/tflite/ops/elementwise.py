@@ -18,6 +18,7 @@ from usmp_dialect.frontends.tflite.ops.common import (
     fused_activation,
     quantization,
     require_types,
+    supported_fused_activation,
 )
 from usmp_dialect.frontends.tflite.ops.fold import fold_constant_arithmetic
 from usmp_dialect.frontends.tflite.reader import Quantization, Tensor
@@ -111,7 +112,7 @@ def _quantized_mul(context: OperatorContext, activation: str) -> QuantizedMul:
     )
 
 
-@operator("ADD", "SUB", "MUL")
+@operator("ADD", "SUB", "MUL", supports=supported_fused_activation)
 def binary_arithmetic(context: OperatorContext) -> None:
     if fold_constant_arithmetic(context):  # shape arithmetic on constants
         return

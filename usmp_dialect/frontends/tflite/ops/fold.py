@@ -234,7 +234,7 @@ def _option_type(context: OperatorContext, code: int) -> np.dtype:
     return _TYPES[code]
 
 
-@operator("SHAPE")
+@operator("SHAPE", types=())
 def shape(context: OperatorContext) -> None:
     output = context.tensor(0, output=True)
     if output.dtype not in (np.int32, np.int64):
@@ -252,7 +252,7 @@ def _require_constant(context: OperatorContext, what: str) -> None:
             )
 
 
-@operator("GATHER")
+@operator("GATHER", types=())
 def gather(context: OperatorContext) -> None:
     _require_constant(context, "GATHER")
     options = context.op.option(tflite.GatherOptions)
@@ -272,13 +272,13 @@ def gather(context: OperatorContext) -> None:
     set_folded(context, 0, np.take(params, indices.astype(np.int64), axis=axis))
 
 
-@operator("CAST")
+@operator("CAST", types=())
 def cast(context: OperatorContext) -> None:
     _require_constant(context, "CAST")
     set_folded(context, 0, context.constant(0).astype(context.tensor(0, output=True).dtype))
 
 
-@operator("FILL")
+@operator("FILL", types=())
 def fill(context: OperatorContext) -> None:
     _require_constant(context, "FILL")
     dims, value = context.constant(0), context.constant(1)
@@ -289,7 +289,7 @@ def fill(context: OperatorContext) -> None:
     set_folded(context, 0, np.full(dims.tolist(), value.reshape(()), dtype=value.dtype))
 
 
-@operator("RANGE")
+@operator("RANGE", types=())
 def range_(context: OperatorContext) -> None:
     _require_constant(context, "RANGE")
     start, limit, delta = (context.constant(p).reshape(()) for p in range(3))

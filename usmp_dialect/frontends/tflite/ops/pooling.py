@@ -12,13 +12,14 @@ from usmp_dialect.frontends.tflite.ops.common import (
     fused_activation,
     quantization,
     require_types,
+    supported_fused_activation,
     window,
 )
 from usmp_dialect.kernels.module import memref_of
 from usmp_dialect.kernels.pooling import Pool, pool2d
 
 
-@operator("AVERAGE_POOL_2D", "MAX_POOL_2D")
+@operator("AVERAGE_POOL_2D", "MAX_POOL_2D", supports=supported_fused_activation)
 def pooling(context: OperatorContext) -> None:
     options = context.op.option(tflite.Pool2DOptions)
     if options is None:
