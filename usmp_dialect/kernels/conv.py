@@ -7,12 +7,15 @@ window positions outside the input (padding is read implicitly, never materialis
 bias, then requantisation (int8) or the activation clamp (float). The output positions of each
 dimension are split into segments of equal in-bounds filter taps (shapes are static): each pair of
 a row and a column segment is its own loop nest with constant window bounds, so the interior
-runs without any test and the border windows as constant-trip loops (`segments`).
+runs without any test and the border windows as constant-trip loops (`segments`). int8
+convolutions compute 2 output channels x 2 positions of equal taps together (`POSITION_BLOCK`):
+each input value is loaded for two channels, each weight for two positions; every accumulator
+still sums its own element, and integer sums do not depend on the order.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -133,6 +136,24 @@ compute their taps at run time (one loop instead of one per position)."""
 CHANNEL_BLOCK = 4
 """Output channels a float convolution computes together (when the count is a multiple)."""
 
+INT8_CHANNEL_BLOCK = 2
+"""Output channels an int8 convolution computes together (when the count is a multiple)."""
+
+POSITION_BLOCK = 2
+"""Output positions an int8 convolution computes together where their windows keep the same
+taps: with `INT8_CHANNEL_BLOCK` channels, four accumulators, each input value loaded for two
+channels and each weight for two positions (CMSIS-NN's 2 x 2 block)."""
+
+
+@dataclass(frozen=True)
+class _Position:
+    """One output position of a block: its indices and its window's origin."""
+
+    out_y: Value
+    out_x: Value
+    origin_y: Value
+    origin_x: Value
+
 
 def _taps(origin: int, extent: int, size: int, dilation: int) -> tuple[int, int]:
     start = max(-(origin // dilation), 0) if origin < 0 else 0
@@ -210,62 +231,67 @@ def conv2d(
     clipping = folded is None or padded_h or padded_w
     bias_value = kernel.get_global(*bias) if bias is not None and clipping else None
 
-    def product(x: Value, w: Value, offsets: bool) -> Value:
-        if isinstance(arithmetic, QuantizedConv):
-            x, w = kernel.cast(x, i32), kernel.cast(w, i32)
-            if offsets:
-                x = kernel.add(x, arithmetic.input_offset)
-                w = kernel.add(w, arithmetic.filter_offset)
-        return kernel.mul(w, x)
+    def widened(value: Value, offset: int) -> Value:
+        """An int8 operand as the int32 the product takes (plus its offset), a float as is."""
+        if not quantized:
+            return value
+        return kernel.add(kernel.cast(value, i32), offset)
 
     def element_at(
         batch: Value,
-        out_y: Value,
-        out_x: Value,
+        positions: Sequence[_Position],
         out_cs: Sequence[Value],
         in_c: Value | None,
-        rows: tuple[Value, Value | int, Value | int],
-        columns: tuple[Value, Value | int, Value | int],
+        y_taps: tuple[Value | int, Value | int],
+        x_taps: tuple[Value | int, Value | int],
     ) -> None:
-        """Output elements of the channels `out_cs` at one position, each with its own
-        accumulator summed in the same order (one input load serves them all);
-        `rows`/`columns`: the window's origin and in-bounds taps (constants where the segment
-        fixes them)."""
-        origin_y, y_start, y_end = rows
-        origin_x, x_start, x_end = columns
+        """Output elements of the channels `out_cs` at `positions` (windows with the same
+        in-bounds taps `y_taps`, `x_taps`, constants where the segment fixes them), each with
+        its own accumulator summed in the same (ky, kx, ic) order: one input load serves every
+        channel, one weight load every position."""
         zero = kernel.constant(0, accumulator_type)
 
         def accumulate(
-            y_taps: tuple[Value | int, Value | int],
-            x_taps: tuple[Value | int, Value | int],
+            y_range: tuple[Value | int, Value | int],
+            x_range: tuple[Value | int, Value | int],
             offsets: bool,
         ) -> Sequence[Value]:
+            offset = isinstance(arithmetic, QuantizedConv) and offsets
+            input_offset = arithmetic.input_offset if offset else 0
+            filter_offset = arithmetic.filter_offset if offset else 0
+
             def over_y(ky: Value, acc: Sequence[Value]) -> list[Value]:
-                in_y = kernel.add(origin_y, kernel.mul(ky, dilation_h))
+                in_ys = [kernel.add(p.origin_y, kernel.mul(ky, dilation_h)) for p in positions]
 
                 def over_x(kx: Value, acc_x: Sequence[Value]) -> list[Value]:
-                    in_x = kernel.add(origin_x, kernel.mul(kx, dilation_w))
+                    in_xs = [kernel.add(p.origin_x, kernel.mul(kx, dilation_w)) for p in positions]
                     if in_c is not None:  # depthwise: one input channel per output channel
                         (out_c,) = out_cs
-                        x = kernel.load(source, [batch, in_y, in_x, in_c])
-                        w = kernel.load(weights, [0, ky, kx, out_c])
-                        return [kernel.add(acc_x[0], product(x, w, offsets))]
+                        (in_y,), (in_x,) = in_ys, in_xs
+                        x = widened(kernel.load(source, [batch, in_y, in_x, in_c]), input_offset)
+                        w = widened(kernel.load(weights, [0, ky, kx, out_c]), filter_offset)
+                        return [kernel.add(acc_x[0], kernel.mul(x, w))]
 
                     def over_c(ic: Value, acc_c: Sequence[Value]) -> list[Value]:
-                        x = kernel.load(source, [batch, in_y, in_x, ic])
+                        xs = [
+                            widened(kernel.load(source, [batch, in_y, in_x, ic]), input_offset)
+                            for in_y, in_x in zip(in_ys, in_xs, strict=True)
+                        ]
+                        ws = [
+                            widened(kernel.load(weights, [out_c, ky, kx, ic]), filter_offset)
+                            for out_c in out_cs
+                        ]
+                        products = [kernel.mul(x, w) for x in xs for w in ws]
                         return [
-                            kernel.add(
-                                partial,
-                                product(x, kernel.load(weights, [out_c, ky, kx, ic]), offsets),
-                            )
-                            for partial, out_c in zip(acc_c, out_cs, strict=True)
+                            kernel.add(partial, product)
+                            for partial, product in zip(acc_c, products, strict=True)
                         ]
 
                     return list(kernel.loop(0, in_channels, over_c, acc_x))
 
-                return list(kernel.loop(*x_taps, over_x, acc))
+                return list(kernel.loop(*x_range, over_x, acc))
 
-            return kernel.loop(*y_taps, over_y, [zero] * len(out_cs))
+            return kernel.loop(*y_range, over_y, [zero] * (len(positions) * len(out_cs)))
 
         def with_bias(total: Value, out_c: Value, channel_bias: Value | None) -> Value:
             return (
@@ -274,14 +300,15 @@ def conv2d(
                 else kernel.add(total, kernel.load(channel_bias, [out_c]))
             )
 
-        inside = (y_start, y_end, x_start, x_end) == (0, kernel_height, 0, kernel_width)
+        inside = (*y_taps, *x_taps) == (0, kernel_height, 0, kernel_width)
         if folded is not None and inside:
             totals = accumulate((0, kernel_height), (0, kernel_width), False)
             channel_bias = folded
         else:
-            totals = accumulate((y_start, y_end), (x_start, x_end), offsets=True)
+            totals = accumulate(y_taps, x_taps, offsets=True)
             channel_bias = bias_value
-        for total, out_c in zip(totals, out_cs, strict=True):
+        outputs = [(p, out_c) for p in positions for out_c in out_cs]
+        for total, (position, out_c) in zip(totals, outputs, strict=True):
             result = accumulated_output(
                 kernel,
                 with_bias(total, out_c, channel_bias),
@@ -291,7 +318,7 @@ def conv2d(
                 arithmetic,
                 element,
             )
-            kernel.store(result, target, [batch, out_y, out_x, out_c])
+            kernel.store(result, target, [batch, position.out_y, position.out_x, out_c])
 
     def taps_of(
         segment: Segment, origin: Value, extent: int, size: int, dilation: int
@@ -300,40 +327,66 @@ def conv2d(
             return segment.taps
         return window_range(kernel, origin, extent, size, dilation, True)
 
-    def output_rows(batch: Value, rows: Segment, columns: Segment) -> None:
-        # The window's rows depend on the output row only, its columns on the output column.
-        def output_row(out_y: Value, _: tuple[Value, ...]) -> list[Value]:
-            origin_y = kernel.sub(kernel.mul(out_y, stride_h), pad_top)
-            y_taps = taps_of(rows, origin_y, kernel_height, height, dilation_h)
-            kernel.loop(
-                columns.start,
-                columns.end,
-                lambda out_x, _: output_column(batch, out_y, (origin_y, *y_taps), out_x, columns),
-            )
+    def block_of(segment: Segment) -> int:
+        """Positions of the segment computed together (those of a block share their taps)."""
+        blocked = quantized and depth_multiplier is None and segment.taps is not None
+        return POSITION_BLOCK if blocked and segment.end - segment.start >= POSITION_BLOCK else 1
+
+    def blocks(start: int, end: int, block: int, body: Callable[[list[Value]], None]) -> None:
+        """`body(positions)` over `[start, end)`: `block` positions per iteration, then the
+        remainder one at a time."""
+        whole = start + (end - start) // block * block
+
+        def run(iv: Value, _: Sequence[Value], count: int) -> list[Value]:
+            body([kernel.add(iv, k) for k in range(count)])
             return []
 
-        kernel.loop(rows.start, rows.end, output_row)
+        if whole > start:
+            kernel.loop(start, whole, lambda iv, c: run(iv, c, block), step=block)
+        if whole < end:
+            kernel.loop(whole, end, lambda iv, c: run(iv, c, 1))
 
-    def output_column(
+    def output_rows(batch: Value, rows: Segment, columns: Segment) -> None:
+        # The window's rows depend on the output row only, its columns on the output column.
+        # Blocks of positions run along a row (or down a column when the row segment has one
+        # position: a 1-wide output).
+        block_x = block_of(columns)
+        block_y = block_of(rows) if block_x == 1 else 1
+
+        def output_row_block(out_ys: list[Value]) -> None:
+            origins_y = [kernel.sub(kernel.mul(out_y, stride_h), pad_top) for out_y in out_ys]
+            y_taps = taps_of(rows, origins_y[0], kernel_height, height, dilation_h)
+
+            def output_column_block(out_xs: list[Value]) -> None:
+                origins_x = [kernel.sub(kernel.mul(out_x, stride_w), pad_left) for out_x in out_xs]
+                x_taps = taps_of(columns, origins_x[0], kernel_width, width, dilation_w)
+                positions = [
+                    _Position(out_y, out_x, origin_y, origin_x)
+                    for out_y, origin_y in zip(out_ys, origins_y, strict=True)
+                    for out_x, origin_x in zip(out_xs, origins_x, strict=True)
+                ]
+                output_channels(batch, positions, y_taps, x_taps)
+
+            blocks(columns.start, columns.end, block_x, output_column_block)
+
+        blocks(rows.start, rows.end, block_y, output_row_block)
+
+    def output_channels(
         batch: Value,
-        out_y: Value,
-        rows: tuple[Value, Value | int, Value | int],
-        out_x: Value,
-        segment: Segment,
-    ) -> list[Value]:
-        origin_x = kernel.sub(kernel.mul(out_x, stride_w), pad_left)
-        columns = (origin_x, *taps_of(segment, origin_x, kernel_width, width, dilation_w))
-
-        def channel(c: Value, _: tuple[Value, ...]) -> list[Value]:
+        positions: list[_Position],
+        y_taps: tuple[Value | int, Value | int],
+        x_taps: tuple[Value | int, Value | int],
+    ) -> None:
+        def channel(c: Value, _: Sequence[Value]) -> list[Value]:
             if depth_multiplier is None:
                 block = [kernel.add(c, k) for k in range(channel_block)]
-                element_at(batch, out_y, out_x, block, None, rows, columns)
+                element_at(batch, positions, block, None, y_taps, x_taps)
                 return []
 
             # c is the input channel; the loop runs over its `depth_multiplier` outputs
-            def per_output(m: Value, _: tuple[Value, ...]) -> list[Value]:
+            def per_output(m: Value, _: Sequence[Value]) -> list[Value]:
                 out_c = kernel.add(kernel.mul(c, depth_multiplier), m)
-                element_at(batch, out_y, out_x, [out_c], c, rows, columns)
+                element_at(batch, positions, [out_c], c, y_taps, x_taps)
                 return []
 
             kernel.loop(0, depth_multiplier, per_output)
@@ -343,16 +396,13 @@ def conv2d(
             kernel.loop(0, out_channels, channel, step=channel_block)
         else:
             kernel.loop(0, in_channels, channel)
-        return []
 
     # Float sums are latency-bound chains: CHANNEL_BLOCK output channels at a time give the
-    # compiler independent chains, each summed in TFLite's order (int8 keeps one accumulator,
-    # the dot product the C backend's DSP variant recognises).
-    channel_block = (
-        CHANNEL_BLOCK
-        if not quantized and depth_multiplier is None and out_channels % CHANNEL_BLOCK == 0
-        else 1
-    )
+    # compiler independent chains, each summed in TFLite's order. int8 sums are exact in any
+    # order: INT8_CHANNEL_BLOCK channels x POSITION_BLOCK positions share their loads, the
+    # block of dot products the C backend's DSP variant recognises.
+    block = INT8_CHANNEL_BLOCK if quantized else CHANNEL_BLOCK
+    channel_block = block if depth_multiplier is None and out_channels % block == 0 else 1
 
     # Each (row segment, column segment) pair is its own loop nest: inside it the window's
     # taps are constants (or computed once per row / column), and the interior has no test.

@@ -139,12 +139,16 @@ func.func @main(%input: memref<16xi8>, %weights: memref<16xi8>, %output: memref<
 // CHECK-NEXT:  #if defined(__ARM_FEATURE_DSP)
 // CHECK-NEXT:  #pragma GCC unroll 4
 // CHECK-NEXT:    for (int64_t k = 0; k < 16; k += 4) {
-// CHECK-NEXT:      int32_t x4;
-// CHECK-NEXT:      memcpy(&x4, x + k, 4);
 // CHECK-NEXT:      int32_t w4;
 // CHECK-NEXT:      memcpy(&w4, w + k, 4);
-// CHECK-NEXT:      acc_acc = __smlad(__sxtb16(x4), __sxtb16(w4), acc_acc);
-// CHECK-NEXT:      acc_acc = __smlad(usmp_sxtb16_ror8(x4), usmp_sxtb16_ror8(w4), acc_acc);
+// CHECK-NEXT:      int32_t w4_even = __sxtb16(w4);
+// CHECK-NEXT:      int32_t w4_odd = usmp_sxtb16_ror8(w4);
+// CHECK-NEXT:      int32_t x4;
+// CHECK-NEXT:      memcpy(&x4, x + k, 4);
+// CHECK-NEXT:      int32_t x4_even = __sxtb16(x4);
+// CHECK-NEXT:      int32_t x4_odd = usmp_sxtb16_ror8(x4);
+// CHECK-NEXT:      acc_acc = __smlad(x4_even, w4_even, acc_acc);
+// CHECK-NEXT:      acc_acc = __smlad(x4_odd, w4_odd, acc_acc);
 // CHECK-NEXT:    }
 // CHECK-NEXT:  #else
 // CHECK-NEXT:  #pragma GCC unroll 16
@@ -152,3 +156,102 @@ func.func @main(%input: memref<16xi8>, %weights: memref<16xi8>, %output: memref<
 // CHECK:         }
 // CHECK-NEXT:  #endif
 // CHECK-NEXT:    acc[0] = acc_acc;
+
+// -----
+
+// A 2 x 2 block of int8 dot products in carried accumulators (two input rows x two weight
+// rows, as an int8 convolution computes two positions x two output channels): each word is
+// loaded and widened once, the weights first, then each input row with its two terms. Not a
+// dot product when the body does anything else (the third function adds an offset).
+pool.workspace @ws {internal, size_bytes = 64 : i64}
+func.func @block(%x: memref<2x8xi8>, %w: memref<2x8xi8>, %out: memref<4xi32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c3 = arith.constant 3 : index
+  %c8 = arith.constant 8 : index
+  %zero = arith.constant 0 : i32
+  %r:4 = scf.for %k = %c0 to %c8 step %c1
+      iter_args(%a0 = %zero, %a1 = %zero, %a2 = %zero, %a3 = %zero) -> (i32, i32, i32, i32) {
+    %x0 = memref.load %x[%c0, %k] : memref<2x8xi8>
+    %x1 = memref.load %x[%c1, %k] : memref<2x8xi8>
+    %w0 = memref.load %w[%c0, %k] : memref<2x8xi8>
+    %w1 = memref.load %w[%c1, %k] : memref<2x8xi8>
+    %x0e = arith.extsi %x0 : i8 to i32
+    %x1e = arith.extsi %x1 : i8 to i32
+    %w0e = arith.extsi %w0 : i8 to i32
+    %w1e = arith.extsi %w1 : i8 to i32
+    %m0 = arith.muli %x0e, %w0e : i32
+    %m1 = arith.muli %x0e, %w1e : i32
+    %m2 = arith.muli %x1e, %w0e : i32
+    %m3 = arith.muli %x1e, %w1e : i32
+    %n0 = arith.addi %a0, %m0 : i32
+    %n1 = arith.addi %a1, %m1 : i32
+    %n2 = arith.addi %a2, %m2 : i32
+    %n3 = arith.addi %a3, %m3 : i32
+    scf.yield %n0, %n1, %n2, %n3 : i32, i32, i32, i32
+  }
+  memref.store %r#0, %out[%c0] : memref<4xi32>
+  memref.store %r#1, %out[%c1] : memref<4xi32>
+  memref.store %r#2, %out[%c2] : memref<4xi32>
+  memref.store %r#3, %out[%c3] : memref<4xi32>
+  func.return
+}
+func.func @offset(%x: memref<8xi8>, %w: memref<8xi8>, %out: memref<1xi32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  %c5 = arith.constant 5 : i32
+  %zero = arith.constant 0 : i32
+  %r = scf.for %k = %c0 to %c8 step %c1 iter_args(%a = %zero) -> (i32) {
+    %xv = memref.load %x[%k] : memref<8xi8>
+    %wv = memref.load %w[%k] : memref<8xi8>
+    %xe = arith.extsi %xv : i8 to i32
+    %we = arith.extsi %wv : i8 to i32
+    %xo = arith.addi %xe, %c5 : i32
+    %m = arith.muli %xo, %we : i32
+    %n = arith.addi %a, %m : i32
+    scf.yield %n : i32
+  }
+  memref.store %r, %out[%c0] : memref<1xi32>
+  func.return
+}
+func.func @main(%input: memref<2x8xi8>, %weights: memref<2x8xi8>, %output: memref<4xi32>,
+                %input1: memref<8xi8>, %weights1: memref<8xi8>, %output1: memref<1xi32>) {
+  func.call @block(%input, %weights, %output) : (memref<2x8xi8>, memref<2x8xi8>, memref<4xi32>) -> ()
+  func.call @offset(%input1, %weights1, %output1) : (memref<8xi8>, memref<8xi8>, memref<1xi32>) -> ()
+  func.return
+}
+
+// CHECK-LABEL: static void block({{.*}}) {
+// CHECK:       #if defined(__ARM_FEATURE_DSP)
+// CHECK-NEXT:  #pragma GCC unroll 1
+// CHECK-NEXT:    for (int64_t k = 0; k < 8; k += 4) {
+// CHECK-NEXT:      int32_t w4;
+// CHECK-NEXT:      memcpy(&w4, w + k, 4);
+// CHECK-NEXT:      int32_t w4_even = __sxtb16(w4);
+// CHECK-NEXT:      int32_t w4_odd = usmp_sxtb16_ror8(w4);
+// CHECK-NEXT:      int32_t w4_1;
+// CHECK-NEXT:      memcpy(&w4_1, w + k + 8, 4);
+// CHECK-NEXT:      int32_t w4_1_even = __sxtb16(w4_1);
+// CHECK-NEXT:      int32_t w4_1_odd = usmp_sxtb16_ror8(w4_1);
+// CHECK-NEXT:      int32_t x4;
+// CHECK-NEXT:      memcpy(&x4, x + k, 4);
+// CHECK-NEXT:      int32_t x4_even = __sxtb16(x4);
+// CHECK-NEXT:      int32_t x4_odd = usmp_sxtb16_ror8(x4);
+// CHECK-NEXT:      [[A0:r[_0-9]*]] = __smlad(x4_even, w4_even, [[A0]]);
+// CHECK-NEXT:      [[A1:r[_0-9]*]] = __smlad(x4_even, w4_1_even, [[A1]]);
+// CHECK-NEXT:      [[A0]] = __smlad(x4_odd, w4_odd, [[A0]]);
+// CHECK-NEXT:      [[A1]] = __smlad(x4_odd, w4_1_odd, [[A1]]);
+// CHECK-NEXT:      int32_t x4_1;
+// CHECK-NEXT:      memcpy(&x4_1, x + k + 8, 4);
+// CHECK-NEXT:      int32_t x4_1_even = __sxtb16(x4_1);
+// CHECK-NEXT:      int32_t x4_1_odd = usmp_sxtb16_ror8(x4_1);
+// CHECK-NEXT:      [[A2:r[_0-9]*]] = __smlad(x4_1_even, w4_even, [[A2]]);
+// CHECK-NEXT:      [[A3:r[_0-9]*]] = __smlad(x4_1_even, w4_1_even, [[A3]]);
+// CHECK-NEXT:      [[A2]] = __smlad(x4_1_odd, w4_odd, [[A2]]);
+// CHECK-NEXT:      [[A3]] = __smlad(x4_1_odd, w4_1_odd, [[A3]]);
+// CHECK-NEXT:    }
+// CHECK-NEXT:  #else
+// CHECK-LABEL: static void offset({{.*}}) {
+// CHECK-NOT:   __smlad

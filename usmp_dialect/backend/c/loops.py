@@ -401,46 +401,94 @@ def unroll_factor(loop: scf.ForOp) -> int | None:
 
 @dataclass(frozen=True)
 class DotProduct:
-    """An int8 dot product: `acc += sext(x[k]) * sext(w[k])` over a loop of step 1 whose trip
-    count is a multiple of 4, x and w contiguous in k, into a register accumulator — an
-    element the printer keeps in a local (`accumulator`), or the loop's one carried value
-    (`accumulator` None). The printer adds a Cortex-M DSP variant (two `SMLAD`s per four
-    elements): the same sum modulo 2**32."""
+    """int8 dot products over one loop of step 1 whose trip count is a multiple of 4, sharing
+    their inputs: for every term `(accumulator, a, b)`, `acc += sext(a[k]) * sext(b[k])` with
+    `a` and `b` among `inputs`, each contiguous in k. The accumulators are the loop's carried
+    values (`accumulator` None; term `i` sums into carried value `accumulator` of term `i`), or
+    one element the printer keeps in a local (`accumulator`, one term). Several terms are a
+    register block (two output channels x two positions of a convolution: each input word is
+    loaded and widened once for two products). The printer adds a Cortex-M DSP variant (two
+    `SMLAD`s per four elements and term): the same sums modulo 2**32."""
 
-    x: memref.LoadOp
-    w: memref.LoadOp
+    inputs: tuple[memref.LoadOp, ...]
+    terms: tuple[tuple[int, int, int], ...]
+    """(accumulator position, input position, input position) of every product."""
     accumulator: tuple[SSAValue, IndexKey] | None
 
 
-def _contiguous_int8_inputs(
-    loop: scf.ForOp,
-    loads: Sequence[memref.LoadOp],
-    extends: Sequence[arith.ExtSIOp],
-    product: arith.MuliOp,
-    strides: Callable[[SSAValue], Sequence[int]],
+def _contiguous_int8_load(
+    loop: scf.ForOp, load: memref.LoadOp, strides: Callable[[SSAValue], Sequence[int]]
 ) -> bool:
-    """Whether `product` multiplies the sign extensions of two int8 `loads`, each used once
-    and contiguous in the loop's induction variable."""
-    if {product.lhs, product.rhs} != {e.result for e in extends}:
+    """Whether `load` reads int8 elements contiguous in the loop's induction variable, its
+    other indices invariant."""
+    if not (isinstance(load.res.type, IntegerType) and load.res.type.width.data == 8):
         return False
-    if sorted(id(e.input) for e in extends) != sorted(id(load.res) for load in loads):
-        return False  # each input extended once
     iv = loop.body.block.args[0]
-    for load in loads:
-        if not (isinstance(load.res.type, IntegerType) and load.res.type.width.data == 8):
-            return False
-        positions = [p for p, index in enumerate(load.indices) if index is iv]
-        others = [i for p, i in enumerate(load.indices) if p not in positions]
-        if len(positions) != 1 or strides(load.memref)[positions[0]] != 1:
-            return False
-        if not all(_defined_outside(i, loop) for i in others):
-            return False
-        if load.res.uses.get_length() != 1:
-            return False
-    for extend in extends:
-        if extend.result.type != IntegerType(32) or extend.result.uses.get_length() != 1:
-            return False
-    return product.result.uses.get_length() == 1
+    positions = [p for p, index in enumerate(load.indices) if index is iv]
+    others = [i for p, i in enumerate(load.indices) if p not in positions]
+    if len(positions) != 1 or strides(load.memref)[positions[0]] != 1:
+        return False
+    return all(_defined_outside(i, loop) for i in others)
+
+
+def _widened_input(
+    value: SSAValue, loop: scf.ForOp, strides: Callable[[SSAValue], Sequence[int]]
+) -> tuple[arith.ExtSIOp, memref.LoadOp] | None:
+    """The sign extension to i32 of a contiguous int8 load that `value` is (the load used by
+    the extension only, the extension by products only)."""
+    extend = value.owner
+    if not isinstance(extend, arith.ExtSIOp) or extend.result.type != IntegerType(32):
+        return None
+    load = extend.input.owner
+    if not isinstance(load, memref.LoadOp) or load.res.uses.get_length() != 1:
+        return None
+    if not _contiguous_int8_load(loop, load, strides):
+        return None
+    if not all(isinstance(use.operation, arith.MuliOp) for use in extend.result.uses):
+        return None
+    return extend, load
+
+
+def _carried_dot_products(
+    loop: scf.ForOp, strides: Callable[[SSAValue], Sequence[int]]
+) -> DotProduct | None:
+    """`acc_i' = acc_i + x * w` for every carried value, the products' inputs shared."""
+    carried = loop.body.block.args[1:]
+    yielded = loop.body.block.last_op
+    if not carried or not isinstance(yielded, scf.YieldOp):
+        return None
+    inputs: list[memref.LoadOp] = []
+    members: set[Operation] = {yielded}
+    terms: list[tuple[int, int, int]] = []
+    for position, (argument, result) in enumerate(zip(carried, yielded.operands, strict=True)):
+        total = result.owner
+        if not isinstance(total, arith.AddiOp) or total.result.type != IntegerType(32):
+            return None
+        if total.result.uses.get_length() != 1 or argument.uses.get_length() != 1:
+            return None
+        if total.lhs is argument:
+            product = total.rhs.owner
+        elif total.rhs is argument:
+            product = total.lhs.owner
+        else:
+            return None
+        if not isinstance(product, arith.MuliOp) or product.result.uses.get_length() != 1:
+            return None
+        pair: list[int] = []
+        for operand in (product.lhs, product.rhs):
+            widened = _widened_input(operand, loop, strides)
+            if widened is None:
+                return None
+            extend, load = widened
+            if load not in inputs:
+                inputs.append(load)
+            members |= {extend, load}
+            pair.append(inputs.index(load))
+        members |= {total, product}
+        terms.append((position, pair[0], pair[1]))
+    if any(op not in members for op in loop.body.block.ops):
+        return None  # anything else in the body: not a pure dot product
+    return DotProduct(tuple(inputs), tuple(terms), None)
 
 
 def int8_dot_product(
@@ -448,46 +496,33 @@ def int8_dot_product(
     accumulators: set[tuple[SSAValue, IndexKey]],
     strides: Callable[[SSAValue], Sequence[int]],
 ) -> DotProduct | None:
-    """The dot product `loop` is (None when it is anything else); `accumulators`: the elements
+    """The dot products `loop` is (None when it is anything else); `accumulators`: the elements
     the printer keeps in locals across `loop`."""
     trips = static_trip_count(loop)
     if not trips or trips % 4 or _constant_int(loop.step) != 1:
         return None
+    if len(loop.body.block.args) > 1:
+        return _carried_dot_products(loop, strides)
     ops = [op for op in loop.body.block.ops if not isinstance(op, scf.YieldOp)]
     loads = [op for op in ops if isinstance(op, memref.LoadOp)]
-    extends = [op for op in ops if isinstance(op, arith.ExtSIOp)]
     products = [op for op in ops if isinstance(op, arith.MuliOp)]
     sums = [op for op in ops if isinstance(op, arith.AddiOp)]
     stores = [op for op in ops if isinstance(op, memref.StoreOp)]
-    counts = (len(loads), len(extends), len(products), len(sums), len(stores))
-    carried = loop.body.block.args[1:]
-    if len(carried) == 1 and len(ops) == 6 and counts == (2, 2, 1, 1, 0):
-        # acc' = acc + x * w, carried from one iteration to the next
-        (product,), (total,) = products, sums
-        yielded = loop.body.block.last_op
-        if not isinstance(yielded, scf.YieldOp) or list(yielded.operands) != [total.result]:
-            return None
-        if {total.lhs, total.rhs} != {carried[0], product.result}:
-            return None
-        if total.result.type != IntegerType(32):
-            return None
-        if not _contiguous_int8_inputs(loop, loads, extends, product, strides):
-            return None
-        return DotProduct(loads[0], loads[1], None)
-    if len(ops) != 8 or counts != (3, 2, 1, 1, 1):
+    if len(ops) != 8 or (len(loads), len(products), len(sums), len(stores)) != (3, 1, 1, 1):
         return None
+    # acc[idx] = acc[idx] + x * w, the element kept in a local
     (store,), (product,), (total,) = stores, products, sums
     key = (store.memref, index_key(store.indices))
     if key not in accumulators or store.value is not total.result:
         return None
     partial = [load for load in loads if (load.memref, index_key(load.indices)) == key]
-    inputs = [load for load in loads if load not in partial]
-    if len(partial) != 1 or len(inputs) != 2:
+    if len(partial) != 1 or partial[0].res.uses.get_length() != 1:
         return None
     if {total.lhs, total.rhs} != {partial[0].res, product.result}:
         return None
-    if not _contiguous_int8_inputs(loop, inputs, extends, product, strides):
+    if product.result.uses.get_length() != 1:
         return None
-    if partial[0].res.uses.get_length() != 1:
+    widened = [_widened_input(v, loop, strides) for v in (product.lhs, product.rhs)]
+    if widened[0] is None or widened[1] is None or widened[0][1] is widened[1][1]:
         return None
-    return DotProduct(inputs[0], inputs[1], key)
+    return DotProduct((widened[0][1], widened[1][1]), ((0, 0, 1),), key)

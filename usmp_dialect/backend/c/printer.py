@@ -1243,8 +1243,8 @@ class CFunctionPrinter(BasePrinter):
         lower, upper, step = self.expr(op.lb), self.expr(op.ub), self.expr(op.step)
         dot = loops.int8_dot_product(op, set(self.promoted), lambda value: self.mem(value).strides)
         if dot is not None:
-            local = carried[0] if dot.accumulator is None else self.promoted[dot.accumulator]
-            self.print_dsp_dot_product(dot, local, iv_c, iv_name, lower, upper)
+            locals_ = carried if dot.accumulator is None else [self.promoted[dot.accumulator]]
+            self.print_dsp_dot_product(dot, locals_, iv_c, iv_name, lower, upper)
         unroll = loops.unroll_factor(op)
         if unroll is not None:
             self.print_string(f"#pragma GCC unroll {unroll}\n", indent=0)
@@ -1261,27 +1261,57 @@ class CFunctionPrinter(BasePrinter):
             del self.promoted[key]
 
     def print_dsp_dot_product(
-        self, dot: loops.DotProduct, local: str, iv_c: str, iv_name: str, lower: str, upper: str
+        self,
+        dot: loops.DotProduct,
+        accumulators: Sequence[str],
+        iv_c: str,
+        iv_name: str,
+        lower: str,
+        upper: str,
     ) -> None:
-        """The Cortex-M DSP variant of an int8 dot product (`#if`; the caller prints the
-        portable loop as its `#else`): four elements per step, two SMLADs on sign-extended
-        byte pairs. Integer addition modulo 2**32 does not depend on the order: same result."""
+        """The Cortex-M DSP variant of int8 dot products (`#if`; the caller prints the portable
+        loop as its `#else`): four elements per step, every input word loaded and sign-extended
+        into its two byte pairs once, then two SMLADs per term. Integer addition modulo 2**32
+        does not depend on the order: same result."""
         self.module.uses_arm_dsp = True
-        x4, w4 = self.names.fresh("x4"), self.names.fresh("w4")
+        first_operands = {a for _, a, _ in dot.terms}
+        words = [
+            self.names.fresh("x4" if i in first_operands else "w4") for i in range(len(dot.inputs))
+        ]
         self.print_string("#if defined(__ARM_FEATURE_DSP)\n", indent=0)
-        self.print_string("#pragma GCC unroll 4\n", indent=0)
+        # A block of terms already fills the registers: unrolled, gcc spills (measured on the
+        # M4F: 2.01 instead of 1.92 instructions per MAC for a 2 x 2 block).
+        self.print_string(f"#pragma GCC unroll {4 if len(dot.terms) == 1 else 1}\n", indent=0)
         self.line(f"for ({iv_c} {iv_name} = {lower}; {iv_name} < {upper}; {iv_name} += 4) {{")
         with self.indented():
-            for word, load in ((x4, dot.x), (w4, dot.w)):
+            # Every second operand widened first (two weights), then each first operand in
+            # turn with its terms (CMSIS-NN's order): at most the accumulators, the second
+            # operands' halves and one first operand live, which fits the 13 registers.
+            halves: dict[int, tuple[str, str]] = {}
+
+            def widen(position: int) -> None:
+                if position in halves:
+                    return
+                word, load = words[position], dot.inputs[position]
                 view = self.mem(load.memref)
                 index = self.element_index(view, load.indices)
+                even, odd = self.names.fresh(f"{word}_even"), self.names.fresh(f"{word}_odd")
                 self.line(f"int32_t {word};")
                 self.line(f"memcpy(&{word}, {view.name} + {index}, 4);")
+                self.line(f"int32_t {even} = __sxtb16({word});")
+                self.line(f"int32_t {odd} = usmp_sxtb16_ror8({word});")
+                halves[position] = (even, odd)
 
-            self.line(f"{local} = __smlad(__sxtb16({x4}), __sxtb16({w4}), {local});")
-            self.line(
-                f"{local} = __smlad(usmp_sxtb16_ror8({x4}), usmp_sxtb16_ror8({w4}), {local});"
-            )
+            for _, _, b in dot.terms:
+                widen(b)
+            for first in dict.fromkeys(a for _, a, _ in dot.terms):
+                widen(first)
+                for half in (0, 1):
+                    for accumulator, a, b in dot.terms:
+                        if a == first:
+                            local = accumulators[accumulator]
+                            pair_a, pair_b = halves[a][half], halves[b][half]
+                            self.line(f"{local} = __smlad({pair_a}, {pair_b}, {local});")
         self.line("}")
         self.print_string("#else\n", indent=0)
 
