@@ -83,7 +83,7 @@ def test_usmp_opt_returns_a_valid_plan_not_proven_optimal(
 ) -> None:
     program, report = tmp_path / "program.mlir", tmp_path / "plan.json"
     program.write_text(make_interval_program.interval_program(CHALLENGING.read_text()))
-    pipeline = f'usmp{{time-limit={TIME_LIMIT_S} report="{report}"}}'
+    pipeline = f'usmp{{time-limit={TIME_LIMIT_S} order=program report="{report}"}}'
     args = [str(program), "-p", pipeline, "-t", "c", "-o", str(tmp_path / "model.c")]
     run = cli_runs.run_tool("usmp-opt", args, capsys)
     assert run.exit_code == 0
