@@ -34,6 +34,7 @@ import resource
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -236,7 +237,9 @@ def main() -> None:
     parser.add_argument("--algorithm", default="greedy_by_size")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--output", type=Path, default=RESULTS)
-    parser.add_argument("--workdir", type=Path, default=Path("/tmp/usmp_pipeline_speed"))
+    parser.add_argument(
+        "--workdir", type=Path, default=Path(tempfile.gettempdir()) / "usmp_pipeline_speed"
+    )
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
