@@ -320,34 +320,33 @@ class _EntryBuilder:
             callee = self.function_effects(op.callee.root_reference.data)
             effects.scratch_bytes += callee.scratch_bytes
             effects.opaque |= callee.opaque
-            for position, operand in enumerate(op.operands):
-                if not isinstance(operand.type, MemRefType):
-                    continue
-                if operand not in origins:
-                    effects.opaque = True
-                    continue
-                origin = origins[operand]
-                if origin is None:
-                    continue
-                if position in callee.reads:
-                    effects.reads.add(origin)
-                if position in callee.writes:
-                    effects.writes.add(origin)
+            _record_accesses(op, origins, effects, tuple(callee.reads), tuple(callee.writes))
             return
-        read_positions, write_positions = _operand_effects(op)
-        for position, operand in enumerate(op.operands):
-            if not isinstance(operand.type, MemRefType):
-                continue
-            if operand not in origins:
-                effects.opaque = True
-                continue
-            origin = origins[operand]
-            if origin is None:
-                continue
-            if read_positions is None or position in read_positions:
-                effects.reads.add(origin)
-            if write_positions is None or position in write_positions:
-                effects.writes.add(origin)
+        _record_accesses(op, origins, effects, *_operand_effects(op))
+
+
+def _record_accesses(
+    op: Operation,
+    origins: dict[SSAValue, int | None],
+    effects: _Effects,
+    read_positions: tuple[int, ...] | None,
+    write_positions: tuple[int, ...] | None,
+) -> None:
+    """Adds the arguments that `op`'s memref operands view to `effects` (positions None: any);
+    a memref of unknown origin makes the function opaque."""
+    for position, operand in enumerate(op.operands):
+        if not isinstance(operand.type, MemRefType):
+            continue
+        if operand not in origins:
+            effects.opaque = True
+            continue
+        origin = origins[operand]
+        if origin is None:
+            continue
+        if read_positions is None or position in read_positions:
+            effects.reads.add(origin)
+        if write_positions is None or position in write_positions:
+            effects.writes.add(origin)
 
 
 def _operand_effects(op: Operation) -> tuple[tuple[int, ...] | None, tuple[int, ...] | None]:
