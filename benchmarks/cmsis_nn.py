@@ -48,7 +48,7 @@ import sys
 import tempfile
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -790,16 +790,7 @@ def run_program(
     )
     output = firmware.run_firmware(built)
     measured = firmware.measurement(output)
-    probed_model = firmware.FirmwareModel(
-        model.name,
-        instrument(model.source, model.prefix),
-        model.header,
-        model.inputs,
-        model.outputs,
-        model.prefix,
-        model.external_pools,
-        model.sections,
-    )
+    probed_model = replace(model, source=instrument(model.source, model.prefix))
     probed = firmware.build_firmware(
         probed_model, directory / "probed", cpu, extra_flags=flags, libraries=libraries
     )

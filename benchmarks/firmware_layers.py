@@ -20,6 +20,7 @@ import argparse
 import re
 import sys
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -102,16 +103,7 @@ def main() -> int:
     parser.add_argument("--cpu", default="m4f")
     args = parser.parse_args()
     model = firmware.model_from_file(model_path(args.model))
-    model = type(model)(
-        model.name,
-        instrument(model.source, model.prefix),
-        model.header,
-        model.inputs,
-        model.outputs,
-        model.prefix,
-        model.external_pools,
-        model.sections,
-    )
+    model = replace(model, source=instrument(model.source, model.prefix))
     macs = dict(operator_macs(args.model))
     with tempfile.TemporaryDirectory() as directory:
         built = firmware.build_firmware(model, Path(directory), firmware.CPUS[args.cpu])
