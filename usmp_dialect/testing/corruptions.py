@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from usmp_dialect.frontends.tflite.verify import structure
-from usmp_dialect.testing.tflm import ARENA_SIZE_BYTES
+from usmp_dialect.validation.tflm import ARENA_SIZE_BYTES
 
 _FORMATS = {1: "<B", 2: "<H", 4: "<I"}
 
