@@ -164,7 +164,7 @@ def compile(
     from usmp_dialect.passes.plan import recording_plans
     from usmp_dialect.passes.usmp import UsmpPass
     from usmp_dialect.project.compiled import assemble
-    from usmp_dialect.project.facts import ModelIdentity
+    from usmp_dialect.project.facts import model_identity
     from usmp_dialect.tools.pool_flags import declare_pools
     from usmp_dialect.tools.usmp_opt import one_line
 
@@ -205,7 +205,7 @@ def compile(
             prefix,
             entry,
             plans,
-            ModelIdentity.of(data, source),
+            model_identity(data, source),
             constants,
         )
     except DiagnosticException as error:

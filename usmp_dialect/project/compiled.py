@@ -15,8 +15,9 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.utils.exceptions import DiagnosticException
 
+from usmp_dialect.backend.c.program import ModelInfo
 from usmp_dialect.passes.plan import PlanRecord
-from usmp_dialect.project.facts import ModelIdentity, ProjectFacts, project_facts
+from usmp_dialect.project.facts import ProjectFacts, project_facts
 from usmp_dialect.project.files import metadata, project_files
 
 
@@ -53,7 +54,7 @@ def assemble(
     prefix: str,
     entry: str,
     plans: Sequence[PlanRecord],
-    model: ModelIdentity,
+    model: ModelInfo,
     constants: str = "text",
 ) -> CompiledModel:
     """The compiled model of a planned module; `plans` are the plans recorded while its

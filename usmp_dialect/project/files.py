@@ -20,8 +20,9 @@ import re
 from typing import Any
 
 from usmp_dialect import __version__
+from usmp_dialect.backend.c.program import TensorIO
 from usmp_dialect.project.cortex_m import M4F_FLAGS, STARTUP_SOURCE, linker_script
-from usmp_dialect.project.facts import IoTensor, ProjectFacts
+from usmp_dialect.project.facts import ProjectFacts
 from usmp_dialect.project.main_source import main_source
 
 METADATA_VERSION = 1
@@ -31,17 +32,17 @@ LINKER_SCRIPT = "cortex-m/mps2_an386.ld"
 STARTUP_FILE = "cortex-m/startup.c"
 
 
-def _tensor_metadata(tensor: IoTensor) -> dict[str, Any]:
-    quantization = tensor.quantization
+def _tensor_metadata(tensor: TensorIO) -> dict[str, Any]:
+    quantized = tensor.scale is not None and tensor.zero_point is not None
     return {
-        "name": tensor.field,
+        "name": tensor.name,
         "tensor": tensor.tensor,
         "shape": list(tensor.shape),
         "dtype": tensor.dtype,
         "size_bytes": tensor.size_bytes,
-        "quantization": None
-        if quantization is None
-        else {"scale": quantization.scale, "zero_point": quantization.zero_point},
+        "quantization": {"scale": tensor.scale, "zero_point": tensor.zero_point}
+        if quantized
+        else None,
     }
 
 
@@ -192,7 +193,7 @@ def _readme(facts: ProjectFacts) -> str:
         for pool in facts.pools
     )
     tensors = "\n".join(
-        f"| {t.kind} | `{t.field}` | {t.dtype} | {list(t.shape)} | {_figure(t.size_bytes)} |"
+        f"| {t.kind} | `{t.name}` | {t.dtype} | {list(t.shape)} | {_figure(t.size_bytes)} |"
         for t in facts.inputs + facts.outputs
     )
     io_place = (

@@ -431,7 +431,7 @@ class UsmpOptMain(xDSLOptMain):
             return super().output_resulting_program(prog)
         from usmp_dialect.backend.project import ProjectTarget
         from usmp_dialect.project.compiled import assemble
-        from usmp_dialect.project.facts import ModelIdentity
+        from usmp_dialect.project.facts import model_identity
 
         target = ProjectTarget.from_spec(parse_spec(self.args.target))
         data = self._model_bytes
@@ -443,7 +443,7 @@ class UsmpOptMain(xDSLOptMain):
             target.prefix,
             target.entry,
             self._plans or [],
-            ModelIdentity.of(data, self.get_input_name()),
+            model_identity(data, self.get_input_name()),
             target.constants,
         )
         return ""
