@@ -168,6 +168,23 @@ def _aligned(value: int, alignment: int) -> int:
     return (value + alignment - 1) // alignment * alignment
 
 
+@dataclass(frozen=True)
+class _Window:
+    """What CMSIS-NN's convolution parameters are made of, read off a TFLite operator."""
+
+    input_shape: tuple[int, ...]
+    output_shape: tuple[int, ...]
+    kernel: tuple[int, int]
+    """(height, width)"""
+    stride: tuple[int, int]
+    """(w, h), like dilation and padding: the order of `cmsis_nn_tile`"""
+    dilation: tuple[int, int]
+    padding: tuple[int, int]
+    activation: tuple[int, int]
+    input_zp: int
+    output_zp: int
+
+
 @dataclass
 class _Emitted:
     """The C of one layer: file-scope declarations, its function, its Prepare checks."""
@@ -243,24 +260,43 @@ class _Generator:
     # Each emitter returns (C, scratch bytes it needs); the scratch offset is planned later,
     # so the context line is a placeholder `@CONTEXT@` replaced once the arena is planned.
 
-    def conv(self, name: str, op: Operator) -> tuple[_Emitted, int, str, str]:
-        options = op.option(tflite.Conv2DOptions)
-        _, in_h, in_w, in_c = self.graph.tensors[op.inputs[0]].shape
-        out_n, out_h, out_w, out_c = self.graph.tensors[op.outputs[0]].shape
+    def window(
+        self, op: Operator, options: tflite.Conv2DOptions | tflite.DepthwiseConv2DOptions
+    ) -> _Window:
+        """The shapes, stride, dilation, TFLite's padding, activation bounds and zero points of
+        a convolution (plain or depthwise: their options have the same fields)."""
+        input_shape = tuple(self.graph.tensors[op.inputs[0]].shape)
+        output_shape = tuple(self.graph.tensors[op.outputs[0]].shape)
         _, k_h, k_w, _ = self.graph.tensors[op.inputs[1]].shape
-        stride, dilation = (
-            (options.StrideW(), options.StrideH()),
-            (
-                options.DilationWFactor(),
-                options.DilationHFactor(),
-            ),
-        )
+        stride = (options.StrideW(), options.StrideH())
+        dilation = (options.DilationWFactor(), options.DilationHFactor())
         same = options.Padding() == SAME
-        pad_w = _padding(same, in_w, out_w, k_w, stride[0], dilation[0])
-        pad_h = _padding(same, in_h, out_h, k_h, stride[1], dilation[1])
-        low, high = self.activation(options.FusedActivationFunction(), op.outputs[0])
-        _, input_zp = self.scale_zp(op.inputs[0])
-        _, output_zp = self.scale_zp(op.outputs[0])
+        _, in_h, in_w, _ = input_shape
+        _, out_h, out_w, _ = output_shape
+        padding = (
+            _padding(same, in_w, out_w, k_w, stride[0], dilation[0]),
+            _padding(same, in_h, out_h, k_h, stride[1], dilation[1]),
+        )
+        return _Window(
+            input_shape,
+            output_shape,
+            (k_h, k_w),
+            stride,
+            dilation,
+            padding,
+            self.activation(options.FusedActivationFunction(), op.outputs[0]),
+            self.scale_zp(op.inputs[0])[1],
+            self.scale_zp(op.outputs[0])[1],
+        )
+
+    def conv(self, name: str, op: Operator) -> tuple[_Emitted, int, str, str]:
+        window = self.window(op, op.option(tflite.Conv2DOptions))
+        _, in_h, in_w, in_c = window.input_shape
+        out_n, out_h, out_w, out_c = window.output_shape
+        k_h, k_w = window.kernel
+        stride, dilation, pad_w, pad_h = window.stride, window.dilation, *window.padding
+        low, high = window.activation
+        input_zp, output_zp = window.input_zp, window.output_zp
         one_by_one = pad_w == pad_h == 0 and k_w == k_h == 1 and dilation == (1, 1)
         # arm_convolve_wrapper_s8_get_buffer_size_dsp (gcc: the 1x1 fast path needs none).
         rhs_cols = k_w * k_h * in_c
@@ -301,24 +337,15 @@ class _Generator:
 
     def depthwise(self, name: str, op: Operator) -> tuple[_Emitted, int, str, str]:
         options = op.option(tflite.DepthwiseConv2DOptions)
-        _, in_h, in_w, in_c = self.graph.tensors[op.inputs[0]].shape
-        out_n, out_h, out_w, out_c = self.graph.tensors[op.outputs[0]].shape
-        _, k_h, k_w, _ = self.graph.tensors[op.inputs[1]].shape
-        stride, dilation = (
-            (options.StrideW(), options.StrideH()),
-            (
-                options.DilationWFactor(),
-                options.DilationHFactor(),
-            ),
-        )
+        window = self.window(op, options)
+        _, in_h, in_w, in_c = window.input_shape
+        out_n, out_h, out_w, out_c = window.output_shape
+        k_h, k_w = window.kernel
+        stride, dilation, pad_w, pad_h = window.stride, window.dilation, *window.padding
         if options.DepthMultiplier() * in_c != out_c:
             raise UnsupportedModel(f"operator {op.index}: depth multiplier does not fit")
-        same = options.Padding() == SAME
-        pad_w = _padding(same, in_w, out_w, k_w, stride[0], dilation[0])
-        pad_h = _padding(same, in_h, out_h, k_h, stride[1], dilation[1])
-        low, high = self.activation(options.FusedActivationFunction(), op.outputs[0])
-        _, input_zp = self.scale_zp(op.inputs[0])
-        _, output_zp = self.scale_zp(op.outputs[0])
+        low, high = window.activation
+        input_zp, output_zp = window.input_zp, window.output_zp
         # arm_depthwise_conv_wrapper_s8_get_buffer_size_dsp.
         scratch = 0
         if in_c == out_c and out_n == 1 and dilation == (1, 1):
