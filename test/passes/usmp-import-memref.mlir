@@ -137,3 +137,33 @@ func.func @short_data() {
   %w = memref.get_global @short : memref<3xi32>
   func.return
 }
+
+// -----
+
+// A mutable global marked usmp.state: its one read becomes the state buffer, holding the
+// global's initial value; a plain mutable global is left alone.
+// CHECK-LABEL: func.func @state_main
+// CHECK-NEXT:    %h = usmp.allocate_state {usmp.tensor = "hidden"} dense<[3, 4]> : memref<2xi16>
+// CHECK-NEXT:    %g = memref.get_global @plain : memref<2xi16>
+// CHECK-NOT:   memref.global "private" @h
+memref.global "private" @h : memref<2xi16> = dense<[3, 4]> {usmp.state, usmp.tensor = "hidden"}
+memref.global "private" @plain : memref<2xi16> = dense<0>
+func.func @state_step(%s: memref<2xi16>, %g: memref<2xi16>) {
+  func.return
+}
+func.func @state_main() {
+  %h = memref.get_global @h : memref<2xi16>
+  %g = memref.get_global @plain : memref<2xi16>
+  func.call @state_step(%h, %g) : (memref<2xi16>, memref<2xi16>) -> ()
+  func.return
+}
+
+// -----
+
+memref.global "private" @twice : memref<2xf32> = dense<0.0> {usmp.state}
+func.func @read_twice() {
+  %a = memref.get_global @twice : memref<2xf32>
+  // expected-error @+1 {{state global @twice is read by a second memref.get_global: pass the first one's memref to the functions that need the state}}
+  %b = memref.get_global @twice : memref<2xf32>
+  func.return
+}

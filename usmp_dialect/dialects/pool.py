@@ -1,13 +1,15 @@
 """The `pool` dialect: named memory pools and the ops that reach their memory.
 
 A pool is a module-level symbol. Workspace pools hold read/write data, constant pools hold
-read-only data (weights). Pools are declared in preference order.
+read-only data (weights), state pools hold data that keeps its value from one run to the next
+(recurrent state, TFLite variable tensors). Pools are declared in preference order.
 
 ```mlir
 pool.workspace @sram {size_hint_bytes = 65536 : i64, targets = ["c"]}
 pool.workspace @dram {targets = ["c", "accel"], internal}
 pool.workspace @dtcm {internal, section = ".dtcm"}
 pool.constant @flash {targets = ["c"]}
+pool.state @persistent {internal}
 %base = pool.base @sram : memref<11424xi8>
 ```
 """
@@ -222,7 +224,7 @@ def verify_pool_reference(
 
 
 class PoolOpBase(IRDLOperation):
-    """Shared definition of `pool.workspace` and `pool.constant`."""
+    """Shared definition of `pool.workspace`, `pool.constant` and `pool.state`."""
 
     sym_name = prop_def(SymbolNameConstraint())
     targets = opt_prop_def(
@@ -394,6 +396,34 @@ class WorkspacePoolOp(PoolOpBase):
     KIND: ClassVar[str] = "workspace"
 
 
+def _data_property() -> Described[DenseIntOrFPElementsAttr]:
+    return Described(
+        DenseIntOrFPElementsAttr, "data", 'a dense literal (e.g. dense<"0x01"> : tensor<1xi8>)'
+    )
+
+
+def _verify_pool_data(pool: PoolOpBase, data: DenseIntOrFPElementsAttr | None) -> None:
+    """`data`, when present, is 1-D i8 and holds exactly the pool's `size_bytes` bytes."""
+    if data is None:
+        return
+    element_type = data.get_element_type()
+    shape = data.get_shape()
+    if element_type != IntegerType(8) or len(shape) != 1:
+        raise VerifyException(
+            f"pool @{pool.pool_name}: data must be a 1-D dense attribute of i8, got {data.type}"
+        )
+    if len(data) != shape[0]:
+        raise VerifyException(
+            f"pool @{pool.pool_name}: data holds {len(data)} bytes but its type "
+            f"{data.type} says {shape[0]}"
+        )
+    if pool.size_bytes is not None and shape[0] != pool.size_bytes.value.data:
+        raise VerifyException(
+            f"pool @{pool.pool_name}: data holds {shape[0]} bytes but size_bytes is "
+            f"{pool.size_bytes.value.data}"
+        )
+
+
 @irdl_op_definition
 class ConstantPoolOp(PoolOpBase):
     """A read-only memory pool for constants; after planning it holds their packed bytes."""
@@ -403,32 +433,31 @@ class ConstantPoolOp(PoolOpBase):
 
     # The packed bytes of every constant placed in the pool (written by
     # usmp-convert-to-pool-offsets), as a 1-D i8 dense attribute typed tensor<Nxi8>.
-    data = opt_prop_def(
-        Described(
-            DenseIntOrFPElementsAttr, "data", 'a dense literal (e.g. dense<"0x01"> : tensor<1xi8>)'
-        )
-    )
+    data = opt_prop_def(_data_property())
 
     def verify_(self) -> None:
         super().verify_()
-        if self.data is not None:
-            element_type = self.data.get_element_type()
-            shape = self.data.get_shape()
-            if element_type != IntegerType(8) or len(shape) != 1:
-                raise VerifyException(
-                    f"pool @{self.pool_name}: data must be a 1-D dense attribute of i8, "
-                    f"got {self.data.type}"
-                )
-            if len(self.data) != shape[0]:
-                raise VerifyException(
-                    f"pool @{self.pool_name}: data holds {len(self.data)} bytes but its type "
-                    f"{self.data.type} says {shape[0]}"
-                )
-            if self.size_bytes is not None and shape[0] != self.size_bytes.value.data:
-                raise VerifyException(
-                    f"pool @{self.pool_name}: data holds {shape[0]} bytes but size_bytes is "
-                    f"{self.size_bytes.value.data}"
-                )
+        _verify_pool_data(self, self.data)
+
+
+@irdl_op_definition
+class StatePoolOp(PoolOpBase):
+    """A read/write memory pool whose contents persist from one run to the next (SPEC §13).
+
+    It holds the buffers of `usmp.allocate_state` only, never shared with anything else (every
+    state buffer is live for the whole program, and across runs). After
+    usmp-convert-to-pool-offsets, `data` holds the pool's initial bytes (each state buffer's
+    initial value at its offset): what `<p>_reset_state()` restores.
+    """
+
+    name = "pool.state"
+    KIND: ClassVar[str] = "state"
+
+    data = opt_prop_def(_data_property())
+
+    def verify_(self) -> None:
+        super().verify_()
+        _verify_pool_data(self, self.data)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -501,4 +530,4 @@ class BaseOp(IRDLOperation):
             )
 
 
-POOL = Dialect("pool", [WorkspacePoolOp, ConstantPoolOp, BaseOp], [])
+POOL = Dialect("pool", [WorkspacePoolOp, ConstantPoolOp, StatePoolOp, BaseOp], [])

@@ -5,9 +5,10 @@
 %b = usmp.allocate {alignment = 64 : i64, pools = [@sram, @dram]} : memref<256xf32>
 %w = usmp.allocate_const dense<[1, 2, 3]> : memref<3xi32>
 %v = usmp.allocate_const {alignment = 32 : i64} dense<"0x0000803F00000040"> : memref<2xf32>
+%s = usmp.allocate_state dense<0> : memref<1x40xi16>
 ```
 
-After planning both carry `pool = @name` and `offset = N : i64`.
+After planning all three carry `pool = @name` and `offset = N : i64`.
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ from xdsl.utils.exceptions import VerifyException
 from usmp_dialect.dialects.pool import (
     ConstantPoolOp,
     Described,
+    StatePoolOp,
     WorkspacePoolOp,
     i64_constraint,
     symbol_constraint,
@@ -260,15 +262,10 @@ class AllocateOp(AllocationOp):
         )
 
 
-@irdl_op_definition
-class AllocateConstOp(AllocationOp):
-    """A read-only buffer holding the given data, to be placed in a constant pool.
-
-    Written like `arith.constant`: `usmp.allocate_const {attrs} dense<...> : memref<...>`,
-    the dense literal typed by the buffer's memref type.
-    """
-
-    name = "usmp.allocate_const"
+class InitializedAllocationOp(AllocationOp):
+    """What `usmp.allocate_const` and `usmp.allocate_state` share: a buffer with data, written
+    like `arith.constant`: `{attrs} dense<...> : memref<...>`, the dense literal typed by the
+    buffer's memref type."""
 
     value = prop_def(
         Described(
@@ -277,10 +274,6 @@ class AllocateConstOp(AllocationOp):
             "a dense literal typed by the buffer (e.g. dense<[1, 2]> : memref<2xi32>)",
         )
     )
-
-    traits = traits_def(AllocationUser())
-
-    POOL_KIND: ClassVar[str] = ConstantPoolOp.KIND
 
     def __init__(
         self,
@@ -300,7 +293,7 @@ class AllocateConstOp(AllocationOp):
         attributes = parser.parse_optional_attr_dict()
         if "value" in attributes:
             parser.raise_error(
-                "the data of usmp.allocate_const is the dense literal after the attribute "
+                f"the data of {cls.name} is the dense literal after the attribute "
                 "dictionary, not a 'value' entry"
             )
         start = parser.pos
@@ -336,7 +329,7 @@ class AllocateConstOp(AllocationOp):
         value_type = self.value.type
         if not isinstance(value_type, MemRefType):
             raise VerifyException(
-                f"the data of usmp.allocate_const must be typed by its memref type "
+                f"the data of {self.name} must be typed by its memref type "
                 f"{buffer_type}, got {value_type}"
             )
         if value_type.element_type != buffer_type.element_type:
@@ -355,11 +348,45 @@ class AllocateConstOp(AllocationOp):
             )
 
 
+@irdl_op_definition
+class AllocateConstOp(InitializedAllocationOp):
+    """A read-only buffer holding the given data, to be placed in a constant pool.
+
+    Written like `arith.constant`: `usmp.allocate_const {attrs} dense<...> : memref<...>`,
+    the dense literal typed by the buffer's memref type.
+    """
+
+    name = "usmp.allocate_const"
+
+    traits = traits_def(AllocationUser())
+
+    POOL_KIND: ClassVar[str] = ConstantPoolOp.KIND
+
+
+@irdl_op_definition
+class AllocateStateOp(InitializedAllocationOp):
+    """A read/write buffer that keeps its value from one run to the next (SPEC §13), to be
+    placed in a state pool; the dense literal is its initial value (what the program's state
+    holds before the first run and after `<p>_reset_state()`).
+
+    `usmp.allocate_state dense<0> : memref<1x40xi16>`
+    """
+
+    name = "usmp.allocate_state"
+
+    traits = traits_def(MemoryAllocEffect(), AllocationUser())
+
+    POOL_KIND: ClassVar[str] = StatePoolOp.KIND
+
+
 # Discardable attributes naming what a buffer or entry argument holds in the model it came
 # from (the frontends write them; passes carry them; the report and the C header read them).
 TENSOR_ATTRIBUTE = "usmp.tensor"  # the model's own name of the tensor (a string)
 QUANTIZATION_ATTRIBUTE = "usmp.quantization"  # {scale = <f64>, zero_point = <i64>}, per tensor
 MODEL_ATTRIBUTE = "usmp.model"  # on the module: {name, source, sha256} of the model file
+# A unit attribute on a mutable `memref.global`: its value persists from one run to the next
+# (a state variable, SPEC §13); `usmp-import-memref` makes its read a `usmp.allocate_state`.
+STATE_ATTRIBUTE = "usmp.state"
 
 
 def tensor_name(attributes: Mapping[str, Attribute]) -> str | None:
@@ -418,4 +445,4 @@ def operator_facts(attr: Attribute | None) -> OperatorFacts | None:
     )
 
 
-USMP = Dialect("usmp", [AllocateOp, AllocateConstOp], [])
+USMP = Dialect("usmp", [AllocateOp, AllocateConstOp, AllocateStateOp], [])

@@ -34,6 +34,7 @@ from xdsl.ir import Attribute, Operation, SSAValue
 
 from usmp_dialect.dialects.usmp import (
     OPERATOR_ATTRIBUTE,
+    STATE_ATTRIBUTE,
     TENSOR_ATTRIBUTE,
     OperatorFacts,
     buffer_size_bytes,
@@ -174,6 +175,16 @@ class ModelModule:
                 constant=UnitAttr(),
             )
         )
+        return name, type_
+
+    def state(self, hint: str, array: np.ndarray) -> tuple[str, MemRefType]:
+        """A private mutable `memref.global` marked `usmp.state` with `array` as its initial
+        value: a variable whose value persists across runs (SPEC §13)."""
+        name, type_ = self.constant(hint, array)
+        global_op = self.globals[-1]
+        assert isinstance(global_op, memref.GlobalOp)
+        global_op.constant = None
+        global_op.attributes[STATE_ATTRIBUTE] = UnitAttr()
         return name, type_
 
     def add(self, op: func.FuncOp) -> None:

@@ -9,8 +9,13 @@
   Each `memref.get_global` gets its own constant buffer (run `cse` first to share one per
   function). A private global left without any reference is erased; a public one is kept,
   since other modules may link it.
-* Non-constant globals, and constant globals without initial data (external declarations), are
-  left alone.
+* `memref.get_global` of a non-constant `memref.global` marked `usmp.state` (a unit attribute;
+  the frontends mark the variable tensors of stateful models so) becomes `usmp.allocate_state`
+  holding the global's initial value: a buffer that keeps its value from one run to the next,
+  planned in a state pool (SPEC §13). Such a global must be read by exactly one
+  `memref.get_global` (one buffer per state variable); it is then erased if private.
+* Other non-constant globals, and constant globals without initial data (external
+  declarations), are left alone.
 
 Functions that return buffers (upstream bufferization's default) first get out-parameters
 (`usmp-buffer-results-to-out-params`). A `bufferization.to_tensor`/`to_buffer` round trip of
@@ -51,9 +56,11 @@ from xdsl.utils.exceptions import PassFailedException, VerifyException
 
 from usmp_dialect.dialects.upstream import DEALLOC_MESSAGE, DEALLOCATION_ADVICE, DeallocOp
 from usmp_dialect.dialects.usmp import (
+    STATE_ATTRIBUTE,
     TENSOR_ATTRIBUTE,
     AllocateConstOp,
     AllocateOp,
+    AllocateStateOp,
     verify_buffer_type,
 )
 from usmp_dialect.passes.buffer_results_to_out_params import buffer_results_to_out_params
@@ -65,6 +72,20 @@ def imported_constant_global(get_global: memref.GetGlobalOp) -> memref.GlobalOp 
     if (
         isinstance(found, memref.GlobalOp)
         and found.constant is not None
+        and isinstance(found.initial_value, DenseIntOrFPElementsAttr)
+    ):
+        return found
+    return None
+
+
+def imported_state_global(get_global: memref.GetGlobalOp) -> memref.GlobalOp | None:
+    """The mutable, initialised `memref.global` marked `usmp.state` that `get_global` reads,
+    or None."""
+    found = SymbolTable.lookup_symbol(get_global, get_global.name_)
+    if (
+        isinstance(found, memref.GlobalOp)
+        and found.constant is None
+        and STATE_ATTRIBUTE in found.attributes
         and isinstance(found.initial_value, DenseIntOrFPElementsAttr)
     ):
         return found
@@ -93,9 +114,10 @@ def _check_importable(module: ModuleOp) -> None:
                     "static shapes and the identity layout",
                 )
         elif isinstance(op, memref.GetGlobalOp):
-            global_op = imported_constant_global(op)
+            global_op = imported_constant_global(op) or imported_state_global(op)
             if global_op is None:
                 continue
+            kind = "state" if global_op.constant is None else "constant"
             if global_op.type != op.memref.type:
                 _fail(
                     op,
@@ -105,16 +127,32 @@ def _check_importable(module: ModuleOp) -> None:
             try:
                 verify_buffer_type(global_op.type)
             except VerifyException as error:
-                _fail(op, f"constant global @{global_op.sym_name.data} cannot be planned: {error}")
+                _fail(op, f"{kind} global @{global_op.sym_name.data} cannot be planned: {error}")
             data = global_op.initial_value
             assert isinstance(data, DenseIntOrFPElementsAttr)
             expected = global_op.type.element_count()
             if len(data) != expected or data.get_element_type() != global_op.type.element_type:
                 _fail(
                     op,
-                    f"the initial value of constant global @{global_op.sym_name.data} "
+                    f"the initial value of {kind} global @{global_op.sym_name.data} "
                     f"({data.type}) does not fit its type {global_op.type}",
                 )
+
+
+def _check_state_reads(module: ModuleOp) -> None:
+    """Fails on a state global read by more than one `memref.get_global`: each read would
+    become a buffer of its own, and the state would not be one variable any more."""
+    first: dict[str, memref.GetGlobalOp] = {}
+    for op in module.walk():
+        if isinstance(op, memref.GetGlobalOp) and imported_state_global(op) is not None:
+            name = op.name_.root_reference.data
+            if name in first:
+                _fail(
+                    op,
+                    f"state global @{name} is read by a second memref.get_global: pass the "
+                    "first one's memref to the functions that need the state",
+                )
+            first[name] = op
 
 
 def _fold_tensor_round_trips(module: ModuleOp) -> None:
@@ -235,6 +273,26 @@ class GetGlobalToAllocateConst(RewritePattern):
         )
 
 
+@dataclass(frozen=True)
+class GetGlobalToAllocateState(RewritePattern):
+    """`memref.get_global` of a state global → `usmp.allocate_state` with its initial value."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: memref.GetGlobalOp, rewriter: PatternRewriter) -> None:
+        global_op = imported_state_global(op)
+        if global_op is None:
+            return
+        data = global_op.initial_value
+        assert isinstance(data, DenseIntOrFPElementsAttr)
+        value = DenseIntOrFPElementsAttr(global_op.type, data.data)
+        allocation = AllocateStateOp(value, alignment=_alignment_bytes(global_op.alignment))
+        tensor = global_op.attributes.get(TENSOR_ATTRIBUTE)
+        if tensor is not None:
+            allocation.attributes[TENSOR_ATTRIBUTE] = tensor
+        rewriter.replace(op, allocation)
+        allocation.memref.name_hint = op.memref.name_hint or global_op.sym_name.data
+
+
 def _referenced_symbols(attr: Attribute, names: set[str]) -> None:
     if isinstance(attr, SymbolRefAttr):
         names.add(attr.root_reference.data)
@@ -268,16 +326,24 @@ class UsmpImportMemrefPass(ModulePass):
         _check_bufferized(op)
         buffer_results_to_out_params(op)
         _check_importable(op)
-        # Ordered set of the globals whose reads become constant buffers.
+        _check_state_reads(op)
+        # Ordered set of the globals whose reads become constant or state buffers.
         imported_globals: dict[memref.GlobalOp, None] = {}
         for get_global in op.walk():
             if isinstance(get_global, memref.GetGlobalOp):
-                global_op = imported_constant_global(get_global)
+                global_op = imported_constant_global(get_global) or imported_state_global(
+                    get_global
+                )
                 if global_op is not None:
                     imported_globals[global_op] = None
         PatternRewriteWalker(
             GreedyRewritePatternApplier(
-                [AllocToAllocate(), EraseDealloc(), GetGlobalToAllocateConst()],
+                [
+                    AllocToAllocate(),
+                    EraseDealloc(),
+                    GetGlobalToAllocateConst(),
+                    GetGlobalToAllocateState(),
+                ],
                 dce_enabled=False,
             ),
             apply_recursively=False,

@@ -37,6 +37,7 @@ class TensorSpec:
     axis: int = 0
     shape_signature: Sequence[int] | None = None
     type_code: int | None = None  # overrides the type (e.g. an unsupported one)
+    variable: bool = False  # a variable tensor (`is_variable`: state kept across runs)
 
 
 @dataclass
@@ -128,6 +129,8 @@ def write_model(
         tflite.TensorAddName(builder, name)
         if quantization is not None:
             tflite.TensorAddQuantization(builder, quantization)
+        if spec.variable:
+            tflite.TensorAddIsVariable(builder, True)
         tensor_offsets.append(tflite.TensorEnd(builder))
 
     opcodes: list[tuple[str, str | None]] = []

@@ -134,6 +134,15 @@ class OperatorContext:
     def fold(self, position: int, value: np.ndarray) -> None:
         self.importer.folded[self.op.outputs[position]] = value
 
+    def state(self, position: int) -> SSAValue:
+        """The state buffer of the variable tensor at input `position` (SPEC §13): pass it to
+        the operator's call, whose function reads the state and writes the new one into it.
+        See `TfliteImporter.state_buffer`."""
+        tensor = self.tensor(position)
+        if not tensor.variable:
+            raise self.fail(f"input {position} ({tensor.describe()}) must be a variable tensor")
+        return self.importer.state_buffer(tensor)
+
 
 Handler = Callable[[OperatorContext], None]
 OPERATORS: dict[str, Handler] = {}
@@ -187,7 +196,8 @@ def unsupported(graph: Graph) -> list[Finding]:
     checked: set[int] = set()
 
     def check(tensor: Tensor, op: Operator | None, allowed: tuple[np.dtype, ...]) -> None:
-        if tensor.dtype in allowed:
+        # A variable's element type is its operator's to check (SVDF's state is int16).
+        if tensor.dtype in allowed or tensor.variable:
             return
         if tensor.dtype == UNREADABLE:
             kind = f"tensor type {tensor.type_name}"
@@ -230,6 +240,7 @@ class TfliteImporter:
         self.names = TensorNames()  # short SSA names / C identifiers of the tensors
         self.folded: dict[int, np.ndarray] = {}
         self.values: dict[int, SSAValue] = {}
+        self.states: dict[object, SSAValue] = {}  # state buffers by variable (state_buffer)
         self.main: KernelBuilder
         self._arguments: dict[int, SSAValue] = {}
         # Strided slices (CONCATENATION along an axis after a dimension > 1, e.g. NHWC
@@ -364,6 +375,48 @@ class TfliteImporter:
         if placed is None and self.strided.get(tensor.index, (-1, 0, 0))[0] == output.index:
             placed = self._strided_placed.get(tensor.index)
         return placed is not None and self.values.get(tensor.index) is placed
+
+    # -- state (SPEC §13) ----------------------------------------------------------------
+
+    def state_buffer(
+        self, tensor: Tensor, initial: np.ndarray | None = None, key: object = None
+    ) -> SSAValue:
+        """The buffer that holds variable `tensor` from one run to the next, as a memref of
+        `@main` (one per variable: later calls return the same value).
+
+        It is a mutable `memref.global` marked `usmp.state`, holding the initial value, read
+        once by a `memref.get_global` at the start of `@main`; `usmp-import-memref` turns it
+        into a `usmp.allocate_state` planned in a state pool, and the C backend's
+        `<p>_reset_state()` restores the initial value. Operator handlers pass the memref to
+        their call: the function reads the old state from it and writes the new one.
+
+        `initial` defaults to TFLM's value for a variable tensor (its `ResetVariableTensors`):
+        every element the zero point for int8, zero for the other types. `key` identifies
+        the variable when it is not one tensor (resource variables: their shared name); the
+        default is the tensor's index. Element types: any the C backend prints (int8, int16,
+        int32, float32, ...), not only activation types.
+        """
+        key = tensor.index if key is None else key
+        if key in self.states:
+            return self.states[key]
+        if initial is None:
+            initial = initial_state(tensor)
+        initial = np.broadcast_to(np.asarray(initial, dtype=tensor.dtype), tensor.shape)
+        if not tensor.shape or 0 in tensor.shape:
+            raise ModelImportError(
+                f"{self.graph.path}: {tensor.describe()} is a variable of the unsupported "
+                f"shape {list(tensor.shape)}"
+            )
+        name = self.names(tensor.name, "state")
+        symbol, type_ = self.module.state(name, initial)
+        get = memref.GetGlobalOp(symbol, type_)
+        get.result.name_hint = name
+        block = self.main.entry
+        block.insert_op_before(get, block.first_op) if block.first_op else block.add_op(get)
+        global_op = self.module.globals[-1]
+        global_op.attributes[TENSOR_ATTRIBUTE] = StringAttr(tensor.name)
+        self.states[key] = get.result
+        return get.result
 
     # -- tensors -------------------------------------------------------------------------
 
@@ -503,6 +556,16 @@ class TfliteImporter:
         finish(self.main)
         self.module.add(entry)
         return self.module.module()
+
+
+def initial_state(tensor: Tensor) -> np.ndarray:
+    """A variable tensor's value before the first run and after a reset, as TFLM sets it
+    (`MicroInterpreterGraph::ResetTensorData`): the zero point in every int8 element, zero
+    elsewhere (TFLM ignores a variable's buffer data)."""
+    value = 0
+    if tensor.dtype == np.dtype(np.int8) and tensor.quantization is not None:
+        value = tensor.quantization.zero_point
+    return np.full(tensor.shape, value, dtype=tensor.dtype)
 
 
 def _same_quantization(tensor: Tensor, output: Tensor) -> bool:

@@ -74,6 +74,11 @@ class Tensor:
     quantization: Quantization | None
     data: np.ndarray | None  # the constant value, shaped; None for activations
     type_name: str  # TFLite's name of the element type, e.g. "INT8"
+    variable: bool = False
+    """A TFLite variable tensor (`is_variable`): state that keeps its value from one run to
+    the next (SPEC §13). Its `data` is None (it is no constant); `initial` holds the data of
+    its buffer, if it has one."""
+    initial: np.ndarray | None = None
 
     @property
     def size_bytes(self) -> int:
@@ -167,9 +172,9 @@ def _tensor(model: Any, data: bytes, raw: Any, index: int) -> Tensor:
                 f"{count * dtype.itemsize}"
             )
         array = np.frombuffer(constant, dtype=dtype.newbyteorder("<")).reshape(shape)
-    if raw.IsVariable():
-        raise ModelImportError(f"{where} is a variable tensor (stateful models are unsupported)")
     quantization = _quantization(raw.Quantization())
+    if raw.IsVariable():
+        return Tensor(index, name, dtype, shape, quantization, None, type_name, True, array)
     return Tensor(index, name, dtype, shape, quantization, array, type_name)
 
 
