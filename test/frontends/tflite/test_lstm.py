@@ -1,0 +1,289 @@
+"""UNIDIRECTIONAL_SEQUENCE_LSTM against TensorFlow Lite Micro, on models written with
+`usmp_dialect.testing.tflite_writer`: float32 and int8 (int16 cell state), batch-major and
+time-major, with and without cell clipping, over several runs in one process (the hidden and
+cell state carry over), then `<p>_reset_state()` and more runs, as TFLM's `invoke()` and
+`reset()` do. int8 outputs byte for byte, float ones within 1e-5 of the largest; after every
+run TFLM's hidden state must equal the output's last step (the kernel copies it there); the
+cell state shows in the following runs' outputs. The LSTM variants TFLM refuses are refused.
+"""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from usmp_dialect.frontends.errors import ModelImportError
+from usmp_dialect.frontends.tflite.importer import import_tflite
+from usmp_dialect.kernels.lstm import SIGMOID_TABLE_UINT16
+from usmp_dialect.testing import tflm
+from usmp_dialect.testing.module_file import load_file
+from usmp_dialect.testing.sequence import Run, compile_sequence
+from usmp_dialect.testing.tflite_writer import OperatorSpec, TensorSpec, write_model
+
+oracle = load_file(Path(__file__).parent / "tflm_oracle.py")
+ModelSpec, merge = oracle.ModelSpec, oracle.merge
+
+needs_tflm = pytest.mark.skipif(
+    not tflm.available(), reason="tflite-micro (the reference) is not installed"
+)
+needs_gcc = pytest.mark.skipif(shutil.which("gcc") is None, reason="gcc is not installed")
+
+TANH = 4  # tflite.ActivationFunctionType.TANH
+HIDDEN, CELL = 18, 19
+
+
+def lstm_spec(
+    dtype: type,
+    batches: int = 2,
+    steps: int = 3,
+    features: int = 4,
+    units: int = 5,
+    time_major: bool = False,
+    cell_clip: float = 0.0,
+    cell_power: int = -11,
+    weight_scale: float = 0.05,
+    seed: int = 0,
+    extra: tuple[int, ...] = (),
+    omit: tuple[int, ...] = (),
+    activation: int = TANH,
+) -> ModelSpec:
+    """One LSTM with random weights: int8 ones with per-tensor `weight_scale`, an input of
+    scale 0.05 (zero point 3), a hidden state of scale 1/128 (zero point -4) and a cell state of
+    scale 2**cell_power. `extra`: optional inputs to add (peephole, projection, layer norm);
+    `omit`: inputs to leave out (CIFG)."""
+    rng = np.random.default_rng(seed)
+    quantized = dtype == np.int8
+    sequence = (steps, batches) if time_major else (batches, steps)
+    tensors: list[TensorSpec] = []
+
+    def add(spec: TensorSpec) -> int:
+        tensors.append(spec)
+        return len(tensors) - 1
+
+    def weights(position: int, shape: tuple[int, ...]) -> int:
+        if quantized:
+            data = rng.integers(-127, 128, shape).astype(np.int8)
+            return add(TensorSpec(f"w{position}", np.int8, shape, data, [weight_scale], [0]))
+        data = rng.normal(0, 0.5, shape).astype(np.float32)
+        return add(TensorSpec(f"w{position}", np.float32, shape, data))
+
+    inputs = [-1] * 24
+    input_q = ([0.05], [3]) if quantized else (None, None)
+    hidden_q = ([1 / 128], [-4]) if quantized else (None, None)
+    inputs[0] = add(TensorSpec("input", dtype, (*sequence, features), None, *input_q))
+    for position in (1, 2, 3, 4, 5, 6, 7, 8, *extra):
+        if position in (12, 13, 14, 15):
+            continue
+        depth = features if position <= 4 else units
+        shape = (units, depth) if position <= 8 or position == 16 else (units,)
+        inputs[position] = weights(position, shape)
+    for position in (12, 13, 14, 15):
+        if quantized:
+            data = rng.integers(-3000, 3000, units).astype(np.int32)
+            bias = TensorSpec(f"b{position}", np.int32, (units,), data, [0.05 * weight_scale])
+        else:
+            data = rng.normal(0, 0.5, units).astype(np.float32)
+            bias = TensorSpec(f"b{position}", np.float32, (units,), data)
+        inputs[position] = add(bias)
+    for position in omit:
+        inputs[position] = -1
+    inputs[HIDDEN] = add(
+        TensorSpec("hidden", dtype, (batches, units), None, *hidden_q, variable=True)
+    )
+    cell_type = np.int16 if quantized else np.float32
+    cell_q = ([2.0**cell_power], [0]) if quantized else (None, None)
+    inputs[CELL] = add(
+        TensorSpec("cell", cell_type, (batches, units), None, *cell_q, variable=True)
+    )
+    output = add(TensorSpec("output", dtype, (*sequence, units), None, *hidden_q))
+    options = {
+        "FusedActivationFunction": activation,
+        "CellClip": cell_clip,
+        "ProjClip": 0.0,
+        "TimeMajor": time_major,
+    }
+    op = OperatorSpec(
+        "UNIDIRECTIONAL_SEQUENCE_LSTM",
+        inputs,
+        [output],
+        "UnidirectionalSequenceLSTMOptions",
+        options,
+    )
+    return ModelSpec(tensors, [op], [inputs[0]], [output])
+
+
+FLOAT_CASES = {
+    "batch_major": {},
+    "time_major": {"time_major": True, "batches": 3, "units": 16, "features": 8, "steps": 6},
+    "clipped": {"cell_clip": 0.7, "units": 9, "steps": 5, "seed": 1},
+}
+INT8_CASES = {
+    "batch_major": {"weight_scale": 0.1},
+    "time_major_clipped": {
+        "time_major": True,
+        "cell_clip": 3.0,
+        "weight_scale": 0.2,
+        "units": 16,
+        "features": 8,
+        "steps": 6,
+    },
+    # a cell state in Q0.15: TFLM's tanh of it shifts right (multiplier 3, shift 3)
+    "cell_q15": {"cell_power": -15, "weight_scale": 0.2, "units": 16, "steps": 6, "seed": 2},
+    "cell_q9": {"cell_power": -9, "weight_scale": 0.5, "batches": 3, "time_major": True},
+    "one_batch": {"cell_power": -13, "cell_clip": 0.9, "batches": 1, "units": 7, "seed": 3},
+}
+
+
+def _model(dtype: type, cases: dict[str, dict]) -> bytes:
+    return merge({name: lstm_spec(dtype, **kwargs) for name, kwargs in cases.items()})
+
+
+def _inputs(ports: list, rng: np.random.Generator) -> list[np.ndarray]:
+    return [
+        rng.integers(-128, 128, port.shape).astype(np.int8)
+        if port.dtype == np.int8
+        else rng.normal(0, 1.5, port.shape).astype(np.float32)
+        for port in ports
+    ]
+
+
+def _assert_sequence_matches(model: bytes, directory: Path, sanitize: bool = False) -> None:
+    """Three runs, a reset, two runs: our outputs equal TFLM's after every run."""
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / "model.tflite"
+    path.write_bytes(model)
+    compiled = compile_sequence(path, directory, sanitize=sanitize)
+    rng = np.random.default_rng(0)
+    runs = [Run(_inputs(list(compiled.inputs), rng), reset=index == 3) for index in range(5)]
+    ours = compiled.run(runs)
+    interpreter = tflm.interpreter(model)
+    names = [port.name for port in compiled.outputs]
+    for index, run in enumerate(runs):
+        if run.reset:
+            interpreter.reset()
+        theirs = tflm.run_with(interpreter, list(run.inputs), len(compiled.outputs))
+        labelled = [f"run {index}: {name}" for name in names]
+        tflm.assert_matches(ours[index], theirs, labelled)
+
+
+@needs_tflm
+@needs_gcc
+def test_float_lstm_matches_tflm_over_runs_and_reset(tmp_path: Path) -> None:
+    _assert_sequence_matches(_model(np.float32, FLOAT_CASES), tmp_path)
+
+
+@needs_tflm
+@needs_gcc
+def test_int8_lstm_matches_tflm_bit_for_bit_over_runs_and_reset(tmp_path: Path) -> None:
+    _assert_sequence_matches(_model(np.int8, INT8_CASES), tmp_path)
+
+
+@needs_tflm
+@needs_gcc
+def test_lstm_under_sanitizers(tmp_path: Path) -> None:
+    parts = {
+        "f": lstm_spec(np.float32, time_major=True, units=6),
+        "q": lstm_spec(np.int8, cell_clip=2.0, weight_scale=0.2, units=6),
+    }
+    _assert_sequence_matches(merge(parts), tmp_path, sanitize=True)
+
+
+@needs_tflm
+def test_hidden_state_is_the_last_step_of_the_output() -> None:
+    """What lets the tests read the hidden state from the output: TFLM's hidden state after
+    a run is the output's last time step (per batch row)."""
+    from tflite_micro.python.tflite_micro import runtime
+
+    for time_major in (False, True):
+        spec = lstm_spec(np.int8, time_major=time_major, weight_scale=0.2)
+        model = spec.model()
+        interpreter = runtime.Interpreter.from_bytes(
+            model, intrepreter_config=runtime.InterpreterConfig.kPreserveAllTensors
+        )
+        shape = spec.tensors[spec.inputs[0]].shape
+        x = np.random.default_rng(0).integers(-128, 128, shape).astype(np.int8)
+        for _ in range(2):
+            (output,) = tflm.run_with(interpreter, [x], 1)
+            state = interpreter.GetTensor(spec.operators[0].inputs[HIDDEN], 0)["tensor_data"]
+            last = output[-1] if time_major else output[:, -1]
+            np.testing.assert_array_equal(state, last)
+
+
+def _int16_activation(x: np.ndarray, kind: str, multiplier: int, left_shift: int) -> np.ndarray:
+    """TFLite's `reference_integer_ops::Logistic` / `Tanh` on int16, in numpy, on the table
+    the kernel emits."""
+    if multiplier == 0:
+        multiplier, left_shift = 3 << left_shift, 0
+    rounding = (1 << (left_shift - 1)) if left_shift > 0 else 0
+    value = (x.astype(np.int64) * multiplier + rounding) >> left_shift
+    magnitude = np.abs(value)
+    bits = 9 if kind == "sigmoid" else 8
+    high = magnitude >> bits
+    index = np.minimum(high, 254)
+    table = SIGMOID_TABLE_UINT16.astype(np.int64)
+    below, above = table[index], table[index + 1]
+    interpolated = (below << bits) + (magnitude & ((1 << bits) - 1)) * (above - below)
+    if kind == "sigmoid":
+        result = np.where(high >= 255, 0x7FFF << 10, interpolated)
+        out = np.where(value >= 0, result + (1 << 9), (1 << 25) - result + (1 << 9) - 1) >> 10
+    else:
+        result = np.where(high >= 255, 0xFFFF << 8, interpolated)
+        out = np.where(value >= 0, result - (1 << 23) + (1 << 7), -result + (1 << 23) + 127) >> 8
+    return out.astype(np.int16)
+
+
+@needs_tflm
+@pytest.mark.parametrize(
+    ("opcode", "kind", "power", "left_shift"),
+    [("LOGISTIC", "sigmoid", -12, 0), ("TANH", "tanh", -12, 0), ("TANH", "tanh", -11, 1)],
+)
+def test_int16_gate_functions_equal_tflm_on_every_input(
+    opcode: str, kind: str, power: int, left_shift: int
+) -> None:
+    """The LSTM's int16 sigmoid and tanh (the table and its interpolation) are TFLM's int16
+    LOGISTIC and TANH on inputs of scale 2**power: all 65536 inputs."""
+    inputs = np.arange(-32768, 32768, dtype=np.int16)
+    tensors = [
+        TensorSpec("x", np.int16, (inputs.size,), None, [2.0**power], [0]),
+        TensorSpec("y", np.int16, (inputs.size,), None, [2.0**-15], [0]),
+    ]
+    model = write_model(tensors, [OperatorSpec(opcode, [0], [1])], [0], [1])
+    (theirs,) = tflm.run(model, [inputs], 1)
+    np.testing.assert_array_equal(_int16_activation(inputs, kind, 0, left_shift), theirs)
+
+
+REFUSED = {
+    "CIFG": ({"omit": (1, 5)}, "CIFG"),
+    "peephole": ({"extra": (9, 10, 11)}, "peephole"),
+    "projection": ({"extra": (16,)}, "projection"),
+    "layer norm": ({"extra": (20, 21, 22, 23)}, "layer normalisation"),
+    "relu cell": ({"activation": 1}, "cell activation 1"),
+}
+
+
+@pytest.mark.parametrize("variant", REFUSED)
+def test_refuses_what_tflm_refuses(variant: str) -> None:
+    kwargs, message = REFUSED[variant]
+    model = lstm_spec(np.int8, **kwargs).model()  # type: ignore[arg-type]
+    with pytest.raises(ModelImportError, match=message):
+        import_tflite(model, "lstm.tflite")
+
+
+def test_refuses_per_channel_weights_and_non_power_of_two_cell_scale() -> None:
+    spec = lstm_spec(np.int8)
+    weight = spec.tensors[spec.operators[0].inputs[2]]
+    per_channel = replace(weight, scales=[0.05] * 5, zero_points=[0] * 5)
+    tensors = [per_channel if t is weight else t for t in spec.tensors]
+    model = ModelSpec(tensors, spec.operators, spec.inputs, spec.outputs).model()
+    with pytest.raises(ModelImportError, match="per tensor"):
+        import_tflite(model, "lstm.tflite")
+    cell = spec.tensors[spec.operators[0].inputs[CELL]]
+    odd = replace(cell, scales=[0.001])
+    tensors = [odd if t is cell else t for t in spec.tensors]
+    model = ModelSpec(tensors, spec.operators, spec.inputs, spec.outputs).model()
+    with pytest.raises(ModelImportError, match="not a power of two"):
+        import_tflite(model, "lstm.tflite")
