@@ -135,7 +135,7 @@ def several_unsupported() -> bytes:
         TensorSpec("y", np.float32, (1, 4)),
     ]
     operators = [
-        OperatorSpec("UNIDIRECTIONAL_SEQUENCE_LSTM", [0], [1]),
+        OperatorSpec("BIDIRECTIONAL_SEQUENCE_LSTM", [0], [1]),
         OperatorSpec(
             "FULLY_CONNECTED",
             [1, 2, -1],
@@ -145,7 +145,7 @@ def several_unsupported() -> bytes:
         ),
         OperatorSpec("SVDF", [3], [4]),
         OperatorSpec("ADD", [4, 5], [6], "AddOptions"),
-        OperatorSpec("UNIDIRECTIONAL_SEQUENCE_LSTM", [6], [7]),
+        OperatorSpec("BIDIRECTIONAL_SEQUENCE_LSTM", [6], [7]),
     ]
     return write_model(tensors, operators, [0, 5], [7])
 
@@ -157,7 +157,7 @@ def test_every_unsupported_construct_in_one_line(tmp_path: Path) -> None:
     path.write_bytes(several_unsupported())
     assert_refused_in_one_line(
         path,
-        "unsupported: operator UNIDIRECTIONAL_SEQUENCE_LSTM (operators 0, 4), operator SVDF "
+        "unsupported: operator BIDIRECTIONAL_SEQUENCE_LSTM (operators 0, 4), operator SVDF "
         "(operator 2), FULLY_CONNECTED with fused activation TANH (operator 1), activation "
         "type int16 (tensors 'a', 'c', 'd' of operators 1, 3)",
     )
