@@ -182,6 +182,20 @@ def test_int8_lstm_matches_tflm_bit_for_bit_over_runs_and_reset(tmp_path: Path) 
     _assert_sequence_matches(_model(np.int8, INT8_CASES), tmp_path)
 
 
+INPUTS = Path(__file__).parent / "Inputs"
+
+
+@needs_tflm
+@needs_gcc
+@pytest.mark.parametrize("kind", ["float", "int8"])
+def test_keras_lstm_matches_tflm_over_runs_and_reset(kind: str, tmp_path: Path) -> None:
+    """Keras LSTMs as the TensorFlow Lite converter writes them (`scripts/make_lstm_models.py`;
+    int8: full-integer quantisation with intermediates and an int16 cell state of scale
+    2**-14)."""
+    model = (INPUTS / f"lstm_keras_{kind}.tflite").read_bytes()
+    _assert_sequence_matches(model, tmp_path)
+
+
 @needs_tflm
 @needs_gcc
 def test_lstm_under_sanitizers(tmp_path: Path) -> None:

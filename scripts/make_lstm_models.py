@@ -1,0 +1,60 @@
+"""Writes the two Keras LSTM models of `test/frontends/tflite/Inputs/` with the TensorFlow Lite
+converter: `lstm_keras_float.tflite` and `lstm_keras_int8.tflite` (full-integer quantisation:
+int8 activations and weights, int16 cell state). One `LSTM(12, return_sequences=True)` over
+8 steps of 6 features, batch 1, with seeded random weights; the converter fuses it into one
+UNIDIRECTIONAL_SEQUENCE_LSTM whose hidden and cell state are variable tensors.
+
+TensorFlow is not a dependency of the project (the tests read the committed files); to
+regenerate them, in a separate environment:
+
+    python -m venv /path/to/tf && /path/to/tf/bin/pip install tensorflow-cpu tf_keras
+    /path/to/tf/bin/python scripts/make_lstm_models.py test/frontends/tflite/Inputs
+
+`tf_keras` (Keras 2) because Keras 3's LSTM converts to a WHILE loop, not the fused operator.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+os.environ["TF_USE_LEGACY_KERAS"] = "1"
+
+import numpy as np
+import tensorflow as tf
+
+STEPS, FEATURES, UNITS = 8, 6, 12
+
+
+def keras_model() -> tf.keras.Model:
+    inputs = tf.keras.Input(shape=(STEPS, FEATURES), batch_size=1)
+    outputs = tf.keras.layers.LSTM(UNITS, return_sequences=True)(inputs)
+    model = tf.keras.Model(inputs, outputs)
+    rng = np.random.default_rng(0)
+    model.set_weights([rng.normal(0, 0.4, w.shape).astype(np.float32) for w in model.get_weights()])
+    return model
+
+
+def main(directory: Path) -> None:
+    model = keras_model()
+    converter = tf.lite.TFLiteConverter.from_keras_model(model)
+    (directory / "lstm_keras_float.tflite").write_bytes(converter.convert())
+
+    rng = np.random.default_rng(1)
+
+    def representative():
+        for _ in range(64):
+            yield [rng.normal(0, 1, (1, STEPS, FEATURES)).astype(np.float32)]
+
+    converter = tf.lite.TFLiteConverter.from_keras_model(model)
+    converter.optimizations = [tf.lite.Optimize.DEFAULT]
+    converter.representative_dataset = representative
+    converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
+    converter.inference_input_type = tf.int8
+    converter.inference_output_type = tf.int8
+    (directory / "lstm_keras_int8.tflite").write_bytes(converter.convert())
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]))
