@@ -217,8 +217,8 @@ def test_flags_without_pools_declare_nothing(program: Path) -> None:
         ),
         (
             ["--internal-pools=sram"],
-            "--internal-pools names pool 'sram', which is not declared by --workspace-pools or "
-            "--constant-pools",
+            "--internal-pools names pool 'sram', which is not declared by --workspace-pools, "
+            "--constant-pools or --state-pools",
         ),
         (
             ["--constant-pools=flash", "--constant-pools-target-burst-bytes=flash:npu:4"],

@@ -20,7 +20,8 @@ Liveness rules:
 * The regions of an `scf.if` are laid out one after the other, so buffers local to different
   branches never conflict.
 * Inputs (`usmp.io = "input"`) are live from the start of the run, outputs until its end;
-  constants are live for the whole run, so all constants of a pool conflict.
+  constants are live for the whole run, so all constants of a pool conflict; so are state
+  buffers (`usmp.allocate_state`, whose value persists from one run to the next).
 * Allocations that are never accessed get no interval: they conflict with nothing.
 
 Errors (an `AnalysisError` naming the op): missing entry function, call to an unknown
@@ -38,7 +39,13 @@ from xdsl.dialects import func, memref
 from xdsl.dialects.builtin import MemRefType, ModuleOp
 from xdsl.ir import Block, Operation, Region, SSAValue
 
-from usmp_dialect.dialects.usmp import AllocateConstOp, AllocationOp, io_kind, tensor_name
+from usmp_dialect.dialects.usmp import (
+    AllocateConstOp,
+    AllocateStateOp,
+    AllocationOp,
+    io_kind,
+    tensor_name,
+)
 from usmp_dialect.planning.problem import (
     Buffer,
     Interval,
@@ -48,7 +55,9 @@ from usmp_dialect.planning.problem import (
     peak_live_bytes,
 )
 
-BUFFER_KINDS = ("intermediate", "input", "output", "constant")
+BUFFER_KINDS = ("intermediate", "input", "output", "constant", "state")
+# Buffers of their own pool kind, live for the whole run; outside the workspace's pressure.
+WHOLE_RUN_KINDS = ("constant", "state")
 
 # Ops whose memref results view (part of) their first memref operand.
 ALIAS_OPS = frozenset(
@@ -128,7 +137,8 @@ class BufferAnalysis:
     timeline_end: int
     """The tick of the end of the run (intervals end at most at `timeline_end + 1`)."""
     memory_pressure_bytes: int
-    """Peak of the summed sizes of simultaneously live non-constant buffers."""
+    """Peak of the summed sizes of simultaneously live workspace buffers (neither constant
+    nor state)."""
     entry_calls: tuple[EntryCall, ...] = ()
     """The calls of the entry's body in execution order (the operators of a model)."""
 
@@ -419,7 +429,7 @@ def extract_buffer_info(module: ModuleOp, entry: str = "main") -> BufferAnalysis
         tuple(
             Buffer(info.name, info.size_bytes, 1, info.live)
             for info in infos
-            if info.kind != "constant"
+            if info.kind not in WHOLE_RUN_KINDS
         )
     )
     return BufferAnalysis(
@@ -440,6 +450,9 @@ def _buffer_info(op: AllocationOp, name: str, spans: list[Interval], end: int) -
         io_index = getattr(getattr(io_index_attr, "value", None), "data", None)
     if isinstance(op, AllocateConstOp):
         kind = "constant"
+        spans = [(0, end + 1)]
+    elif isinstance(op, AllocateStateOp):
+        kind = "state"
         spans = [(0, end + 1)]
     elif io == "input":
         kind = "input"
@@ -474,11 +487,16 @@ def conflict_names(analysis: BufferAnalysis) -> list[list[str]]:
         sorted(
             infos[other].name
             for other in others
-            # Constants and read/write buffers live in different pools: never a conflict.
-            if (infos[other].kind == "constant") == (info.kind == "constant")
+            # Constants, state and workspace buffers live in pools of different kinds: never a
+            # conflict.
+            if _pool_kind(infos[other].kind) == _pool_kind(info.kind)
         )
         for info, others in zip(infos, neighbours, strict=True)
     ]
+
+
+def _pool_kind(buffer_kind: str) -> str:
+    return buffer_kind if buffer_kind in WHOLE_RUN_KINDS else "workspace"
 
 
 def reachable_functions(module: ModuleOp, entry: str) -> list[str]:

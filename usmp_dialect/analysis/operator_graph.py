@@ -35,7 +35,13 @@ from usmp_dialect.analysis.buffer_info import (
     missing_entry_message,
     module_functions,
 )
-from usmp_dialect.dialects.usmp import AllocateConstOp, AllocationOp, buffer_size_bytes, io_kind
+from usmp_dialect.dialects.usmp import (
+    AllocateConstOp,
+    AllocateStateOp,
+    AllocationOp,
+    buffer_size_bytes,
+    io_kind,
+)
 from usmp_dialect.graph.graph import Access, Buffer, Graph, Operator
 
 # Aliases that see exactly the bytes of their source (or fewer): they keep its byte range.
@@ -153,6 +159,8 @@ class _EntryBuilder:
         if isinstance(op, AllocationOp):
             if isinstance(op, AllocateConstOp):
                 kind = "constant"
+            elif isinstance(op, AllocateStateOp):
+                kind = "state"
             else:
                 kind = io_kind(op.attributes.get("usmp.io")) or "intermediate"
             self.add_buffer(op.memref, Buffer(name or "buffer", op.size_bytes, kind))
@@ -304,7 +312,7 @@ class _EntryBuilder:
         """Records `op`'s effect on the function's arguments; `origins` maps a memref value to
         the argument it views, or None for the function's own buffers and constants."""
         if isinstance(op, AllocationOp | memref.AllocOp | memref.AllocaOp):
-            if not isinstance(op, AllocateConstOp):
+            if not isinstance(op, AllocateConstOp | AllocateStateOp):
                 effects.scratch_bytes += _size_bytes(op.results[0].type)
             origins[op.results[0]] = None
             return

@@ -29,6 +29,7 @@ from xdsl.ir import Operation, SSAValue
 
 from usmp_dialect.analysis.buffer_info import (
     ALIAS_OPS,
+    WHOLE_RUN_KINDS,
     BufferAnalysis,
     module_functions,
 )
@@ -117,7 +118,7 @@ def analyse_operators(module: ModuleOp, analysis: BufferAnalysis) -> OperatorAna
     functions = module_functions(module)
     written = _written(module)
     buffer_index = {op: index for index, op in enumerate(analysis.allocations)}
-    workspace = [info.kind != "constant" for info in analysis.buffers]
+    workspace = [info.kind not in WHOLE_RUN_KINDS for info in analysis.buffers]
     sizes = np.array([info.size_bytes for info in analysis.buffers], dtype=np.int64)
 
     # The live read/write bytes at every tick, and the flattened intervals to find who is live.

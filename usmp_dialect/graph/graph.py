@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-BUFFER_KINDS = ("intermediate", "input", "output", "constant")
+BUFFER_KINDS = ("intermediate", "input", "output", "constant", "state")
 
 
 @dataclass(frozen=True)
@@ -35,7 +35,7 @@ class Buffer:
     @property
     def counted(self) -> bool:
         """Whether the buffer's bytes count towards the peak of live bytes."""
-        return self.planned and self.kind != "constant"
+        return self.planned and self.kind not in ("constant", "state")
 
 
 @dataclass(frozen=True)

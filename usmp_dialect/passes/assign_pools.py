@@ -1,6 +1,7 @@
 """`usmp-assign-pools`: every allocation gets its ordered candidate pools (SPEC §3.3).
 
-* `usmp.allocate` goes to workspace pools, `usmp.allocate_const` to constant pools.
+* `usmp.allocate` goes to workspace pools, `usmp.allocate_const` to constant pools,
+  `usmp.allocate_state` to state pools (SPEC §13).
 * A function's target is its `usmp.target` string attribute (default `"c"`); an allocation's
   candidates are the pools of its kind whose `targets` contain the target of the function that
   allocates it, in declaration (preference) order, written into its `pools` property.
@@ -10,9 +11,10 @@
 * Default pools: when the module declares no workspace pool and some `usmp.allocate` needs one,
   an internal `pool.workspace @global_workspace` is created; likewise an internal
   `pool.constant @global_constant` for constants (whether or not workspace pools exist; TVM
-  left constants unpooled in that case). A default pool serves every target of the functions
-  whose allocations it receives (`["c"]`, the default, is left implicit). New pools go after the
-  module's last existing pool, or at the start of the module.
+  left constants unpooled in that case) and an internal `pool.state @global_state` for state.
+  A default pool serves every target of the functions whose allocations it receives (`["c"]`,
+  the default, is left implicit). New pools go after the module's last existing pool, or at
+  the start of the module.
 * An allocation that no declared pool of its kind serves is an error naming the buffer, its
   function, the function's target and the pools available.
 
@@ -41,17 +43,24 @@ from usmp_dialect.dialects.pool import (
     DEFAULT_TARGETS,
     ConstantPoolOp,
     PoolOpBase,
+    StatePoolOp,
     WorkspacePoolOp,
     find_pool,
     module_pools,
 )
-from usmp_dialect.dialects.usmp import AllocateConstOp, AllocateOp, AllocationOp
+from usmp_dialect.dialects.usmp import (
+    AllocateConstOp,
+    AllocateOp,
+    AllocateStateOp,
+    AllocationOp,
+)
 
 TARGET_ATTRIBUTE = "usmp.target"
 DEFAULT_TARGET = "c"
 DEFAULT_POOL_NAMES: dict[type[PoolOpBase], str] = {
     WorkspacePoolOp: "global_workspace",
     ConstantPoolOp: "global_constant",
+    StatePoolOp: "global_state",
 }
 
 
@@ -61,7 +70,11 @@ def _fail(op: Operation, message: str) -> NoReturn:
 
 def pool_kind_for(allocation: AllocationOp) -> type[PoolOpBase]:
     """The kind of pool an allocation is placed in."""
-    return ConstantPoolOp if isinstance(allocation, AllocateConstOp) else WorkspacePoolOp
+    if isinstance(allocation, AllocateConstOp):
+        return ConstantPoolOp
+    if isinstance(allocation, AllocateStateOp):
+        return StatePoolOp
+    return WorkspacePoolOp
 
 
 def buffer_label(allocation: AllocationOp) -> str:
@@ -130,7 +143,7 @@ def assign_candidate_pools(module: ModuleOp) -> PoolAssignment:
     declared = list(module_pools(module))
     assignment = PoolAssignment()
     for allocation in module.walk():
-        if not isinstance(allocation, AllocateOp | AllocateConstOp):
+        if not isinstance(allocation, AllocateOp | AllocateConstOp | AllocateStateOp):
             continue
         if allocation.pools is not None:
             _check_listed_pools(allocation, module)
@@ -161,7 +174,7 @@ def create_default_pools(module: ModuleOp, default_pools: dict[type[PoolOpBase],
     for op in module.ops:
         if isinstance(op, PoolOpBase):
             last_pool = op
-    for kind in (WorkspacePoolOp, ConstantPoolOp):
+    for kind in (WorkspacePoolOp, ConstantPoolOp, StatePoolOp):
         if kind not in default_pools:
             continue
         name = DEFAULT_POOL_NAMES[kind]
@@ -198,7 +211,7 @@ class SetCandidatePools(RewritePattern):
 
     @op_type_rewrite_pattern
     def match_and_rewrite(
-        self, op: AllocateOp | AllocateConstOp, rewriter: PatternRewriter
+        self, op: AllocateOp | AllocateConstOp | AllocateStateOp, rewriter: PatternRewriter
     ) -> None:
         names = self.candidates.get(op)
         if names is None or op.candidate_pool_names == names:

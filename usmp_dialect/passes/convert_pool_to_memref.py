@@ -6,13 +6,16 @@ leaves a module that LLVM's `mlir-opt` accepts and lowers:
 
 * an internal workspace pool becomes `memref.global "private" @<pool> : memref<Nxi8> =
   uninitialized {alignment = A}` (A = the pool's alignment), an internal constant pool
-  `memref.global "private" constant @<pool> : memref<Nxi8> = dense<bytes> {alignment = A}`;
+  `memref.global "private" constant @<pool> : memref<Nxi8> = dense<bytes> {alignment = A}`,
+  an internal state pool the mutable `memref.global "private" @<pool> : memref<Nxi8> =
+  dense<initial bytes>` (its value before the first run; upstream has no reset);
   the entry function reads them with `memref.get_global`;
 * every external pool becomes a trailing `memref<Nxi8>` argument of the entry function, in pool
   declaration order, named after the pool (also a pool the entry does not use: the signature
   follows the declarations); an external constant pool's bytes, which the application must put
   into it, are the public `memref.global constant @<pool>_data` (what the C backend's
-  `<P>_<POOL>_CONSTANT_POOL_DATA` is in C);
+  `<P>_<POOL>_CONSTANT_POOL_DATA` is in C); an external state pool's initial bytes likewise
+  (`@<pool>_data`, constant);
 * buffers stay `memref.view`s of the pool memory at their planned offsets;
 * every `pool.`/`usmp.` op is gone and every `pool.`/`usmp.` attribute is dropped (on ops,
   function arguments and results, and the module), including U4's `usmp.io_allocations`.
@@ -37,6 +40,7 @@ from xdsl.dialects.builtin import (
     ModuleOp,
     StringAttr,
     TensorType,
+    UnitAttr,
     i8,
 )
 from xdsl.ir import Operation
@@ -46,7 +50,13 @@ from xdsl.traits import SymbolTable
 from xdsl.utils.exceptions import PassFailedException
 
 from usmp_dialect.analysis.buffer_info import missing_entry_message, module_functions
-from usmp_dialect.dialects.pool import BaseOp, ConstantPoolOp, PoolOpBase, module_pools
+from usmp_dialect.dialects.pool import (
+    BaseOp,
+    ConstantPoolOp,
+    PoolOpBase,
+    StatePoolOp,
+    module_pools,
+)
 from usmp_dialect.dialects.upstream import global_op
 from usmp_dialect.dialects.usmp import AllocationOp
 from usmp_dialect.passes.convert_to_pool_offsets import pool_type
@@ -66,11 +76,11 @@ def _ours(name: str) -> bool:
 
 def _pool_global(pool: PoolOpBase, memref_type: MemRefType) -> memref.GlobalOp:
     data: DenseIntOrFPElementsAttr | None = None
-    if isinstance(pool, ConstantPoolOp):
+    if isinstance(pool, ConstantPoolOp | StatePoolOp):
         stored = pool.properties.get("data")
         if isinstance(stored, DenseIntOrFPElementsAttr):
             data = stored
-        else:  # a constant pool without data holds no constant: all zeros
+        else:  # a pool without data holds no constant (no state): all zeros
             data = DenseIntOrFPElementsAttr.from_list(
                 _tensor_of(memref_type), [0] * memref_type.get_shape()[0]
             )
@@ -156,7 +166,7 @@ class ConvertPoolToMemrefPass(ModulePass):
                     read.memref.name_hint = pool.pool_name
                     Rewriter.replace_op(base, read)
             else:
-                if isinstance(pool, ConstantPoolOp):
+                if isinstance(pool, ConstantPoolOp | StatePoolOp):
                     self._add_data_global(op, pool, memref_type)
                 argument = block.insert_arg(memref_type, len(block.args))
                 argument.name_hint = pool.pool_name
@@ -185,6 +195,7 @@ class ConvertPoolToMemrefPass(ModulePass):
         if SymbolTable.lookup_symbol(module, name) is not None:
             _fail(pool, f"cannot add @{name} for the data of pool @{pool.pool_name}: taken")
         data = _pool_global(pool, memref_type)
+        data.properties["constant"] = UnitAttr()
         data.properties["sym_name"] = StringAttr(name)
         data.properties["sym_visibility"] = StringAttr("public")
         Rewriter.insert_op(data, InsertPoint.before(pool))

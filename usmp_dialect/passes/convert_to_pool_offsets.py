@@ -11,7 +11,8 @@ The planned program (docs/DESIGN.md):
 * A planned allocation becomes `%off = arith.constant OFFSET : index` and
   `%a = memref.view %pool[%off][] : memref<SIZExi8> to memref<...> {usmp.buffer = "a"}`.
 * A constant pool gets `data`: its `size_bytes` bytes with each constant's little-endian
-  element bytes at its offset (`i1` as 0 or 1), zero elsewhere.
+  element bytes at its offset (`i1` as 0 or 1), zero elsewhere; a state pool likewise gets
+  the initial values of its state buffers (what the C backend's `<p>_reset_state()` restores).
 * Under U4 the module gets `usmp.io_allocations`: per I/O buffer in entry-argument order,
   `{name, kind, pool, offset, type}` (plus `tensor` and `quantization` when the allocation
   carries `usmp.tensor` / `usmp.quantization`); `name` is the entry argument's name (the
@@ -54,12 +55,18 @@ from usmp_dialect.analysis.buffer_info import (
     missing_entry_message,
     module_functions,
 )
-from usmp_dialect.dialects.pool import BaseOp, ConstantPoolOp, PoolOpBase, module_pools
+from usmp_dialect.dialects.pool import (
+    BaseOp,
+    ConstantPoolOp,
+    PoolOpBase,
+    StatePoolOp,
+    module_pools,
+)
 from usmp_dialect.dialects.usmp import (
     QUANTIZATION_ATTRIBUTE,
     TENSOR_ATTRIBUTE,
-    AllocateConstOp,
     AllocationOp,
+    InitializedAllocationOp,
     io_kind,
 )
 
@@ -77,8 +84,9 @@ def pool_type(pool: PoolOpBase) -> MemRefType:
     return MemRefType(i8, [pool.size_bytes.value.data])
 
 
-def constant_bytes(op: AllocateConstOp) -> bytes:
-    """The little-endian bytes of a constant buffer, as they sit in the pool."""
+def constant_bytes(op: InitializedAllocationOp) -> bytes:
+    """The little-endian bytes of a constant buffer (a state buffer's initial value), as they
+    sit in the pool."""
     data = op.value.data.data
     element_type = op.buffer_type.element_type
     if isinstance(element_type, IntegerType) and element_type.width.data == 1:
@@ -266,8 +274,10 @@ class UsmpConvertToPoolOffsetsPass(ModulePass):
                 _fail(allocation, f"pool @{allocation.pool.root_reference.data} is not declared")
             if pool.size_bytes is None:
                 _fail(pool, f"pool @{pool.pool_name} has no size_bytes (run usmp-plan first)")
-            if isinstance(allocation, AllocateConstOp) != isinstance(pool, ConstantPoolOp):
-                what = "constant" if isinstance(allocation, AllocateConstOp) else "read/write"
+            if type(pool).KIND != allocation.POOL_KIND:
+                what = {"constant": "constant", "state": "state"}.get(
+                    allocation.POOL_KIND, "read/write"
+                )
                 _fail(
                     allocation,
                     f"{what} buffer '{names[allocation]}' is planned in the {pool.KIND} pool "
@@ -340,14 +350,16 @@ class UsmpConvertToPoolOffsetsPass(ModulePass):
 
     @staticmethod
     def _write_constant_data(pools: list[PoolOpBase], planned: list[AllocationOp]) -> None:
+        """Constant pools get their bytes, state pools their initial bytes (`data`)."""
         for pool in pools:
-            if not isinstance(pool, ConstantPoolOp) or pool.size_bytes is None:
+            if not isinstance(pool, ConstantPoolOp | StatePoolOp) or pool.size_bytes is None:
                 continue
             size = pool.size_bytes.value.data
             data = bytearray(size)
             for allocation in planned:
                 if (
-                    isinstance(allocation, AllocateConstOp)
+                    isinstance(allocation, InitializedAllocationOp)
+                    and allocation.POOL_KIND == pool.KIND
                     and allocation.pool is not None
                     and allocation.offset is not None
                     and allocation.pool.root_reference.data == pool.pool_name

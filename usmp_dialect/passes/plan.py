@@ -11,7 +11,9 @@ usmp-plan{algorithm=auto entry=main report="plan.json" svg="map.svg" time-limit=
   entry; pools in declaration order with capacity `size_hint_bytes` (unbounded when absent);
   each buffer keeps its own alignment (offsets are multiples of it). Offsets are relative to
   the pool base, so after planning a pool's `alignment` is raised to the largest alignment of
-  the buffers placed in it when that is larger.
+  the buffers placed in it when that is larger. State buffers (`usmp.allocate_state`) are live
+  for the whole run and have only state pools as candidates: they are packed among
+  themselves, never with workspace buffers (SPEC §13).
 * Writes `pool` and `offset` onto every planned allocation and `size_bytes` onto every pool
   (0 for a pool nothing was placed in). Allocations in functions the entry never reaches are
   not planned. A program with nothing to plan (e.g. already converted) keeps its pool sizes.
@@ -51,7 +53,7 @@ from usmp_dialect.analysis.buffer_info import (
     missing_entry_message,
     module_functions,
 )
-from usmp_dialect.dialects.pool import ConstantPoolOp, PoolOpBase, module_pools
+from usmp_dialect.dialects.pool import ConstantPoolOp, PoolOpBase, StatePoolOp, module_pools
 from usmp_dialect.passes.extract_buffer_info import analyse
 from usmp_dialect.planning import ALGORITHMS, PlanOptions, solve
 from usmp_dialect.planning.problem import Buffer, PlanResult, Pool, Problem, ProblemError
@@ -109,6 +111,14 @@ def build_problem(analysis: BufferAnalysis, pools: list[PoolOpBase]) -> Problem:
                     op,
                     f"buffer '{info.name}' is written, so it cannot be placed in the constant "
                     f"pool @{name}",
+                )
+            if (info.kind == "state") != isinstance(pools[pool_index[name]], StatePoolOp):
+                what = "state" if info.kind == "state" else "not state"
+                _fail(
+                    op,
+                    f"buffer '{info.name}' is {what}, so it cannot be placed in the "
+                    f"{pools[pool_index[name]].KIND} pool @{name} (state is planned in state "
+                    "pools only)",
                 )
             candidates.append(pool_index[name])
         capacities = [pools[index].capacity_bytes for index in candidates]

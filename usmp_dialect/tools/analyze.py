@@ -27,7 +27,7 @@ from xdsl.utils.exceptions import DiagnosticException
 
 from usmp_dialect.analysis.buffer_info import BufferAnalysis, module_functions
 from usmp_dialect.analysis.operators import OperatorAnalysis, analyse_operators, tensor_name
-from usmp_dialect.dialects.pool import ConstantPoolOp, module_pools
+from usmp_dialect.dialects.pool import WorkspacePoolOp, module_pools
 from usmp_dialect.dialects.usmp import buffer_size_bytes
 from usmp_dialect.planning import PlanOptions
 from usmp_dialect.planning.problem import PlanResult, Problem
@@ -68,7 +68,7 @@ def analyse_module(
     analysis = analyse(module, entry)
     operators = analyse_operators(module, analysis)
     pools = tuple(
-        (pool.pool_name, not isinstance(pool, ConstantPoolOp), pool.capacity_bytes)
+        (pool.pool_name, isinstance(pool, WorkspacePoolOp), pool.capacity_bytes)
         for pool in module_pools(module)
     )
     function = module_functions(module).get(entry)

@@ -5,6 +5,7 @@ Every flag takes comma-separated items and may be repeated:
     --workspace-pools=sram,dram --workspace-pools-targets=sram:c,sram:accel
     --workspace-pools-size-hint-bytes=sram:65536 --workspace-pools-target-burst-bytes=sram:c:8
     --constant-pools=flash --internal-pools=dram
+    --state-pools=persistent --state-pools-size-hint-bytes=persistent:4096
     --workspace-pools-section=dram:.dtcm
 
 Parsing is plain data (`PoolDeclaration`); only `declare_pools` builds IR.
@@ -21,7 +22,7 @@ from typing import NamedTuple
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.utils.exceptions import DiagnosticException
 
-POOL_KINDS = ("workspace", "constant")
+POOL_KINDS = ("workspace", "constant", "state")
 DEFAULT_TARGETS = ("c",)
 
 
@@ -64,7 +65,7 @@ class PoolDeclaration:
     """One pool declared on the command line, with the properties its flags gave it."""
 
     kind: str
-    """`workspace` or `constant`."""
+    """`workspace`, `constant` or `state`."""
     name: str
     targets: tuple[str, ...]
     integer_properties: tuple[tuple[str, int], ...]
@@ -170,10 +171,11 @@ class _KindFlags:
         self.bursts: dict[str, dict[str, int]] = {name: {} for name in names}
         self.sections: dict[str, str] = {}
 
-    def check_listed(self, pool: str, flag: str, other: _KindFlags) -> None:
+    def check_listed(self, pool: str, flag: str, others: Sequence[_KindFlags]) -> None:
         if pool in self.targets:
             return
-        hint = f" (it is a {other.kind} pool)" if pool in other.targets else ""
+        kinds = [other.kind for other in others if pool in other.targets]
+        hint = f" (it is a {kinds[0]} pool)" if kinds else ""
         raise PoolFlagError(f"{flag} names pool '{pool}', which is not listed in {self.flag}{hint}")
 
 
@@ -190,7 +192,9 @@ def _pool_names(args: argparse.Namespace, flag: str) -> list[str]:
     return names
 
 
-def _read_properties(args: argparse.Namespace, pools: _KindFlags, other: _KindFlags) -> None:
+def _read_properties(
+    args: argparse.Namespace, pools: _KindFlags, other: Sequence[_KindFlags]
+) -> None:
     from usmp_dialect.dialects.pool import POOL_INTEGER_PROPERTIES
 
     flag = f"{pools.flag}-targets"
@@ -244,32 +248,33 @@ def _read_properties(args: argparse.Namespace, pools: _KindFlags, other: _KindFl
 
 
 def pool_declarations(args: argparse.Namespace) -> tuple[PoolDeclaration, ...]:
-    """The pools the flags declare: workspace pools, then constant pools, each in flag order.
+    """The pools the flags declare: workspace pools, then constant pools, then state pools,
+    each in flag order.
 
     Raises `PoolFlagError` on the first mistake.
     """
-    workspace, constant = (
-        _KindFlags(kind, _pool_names(args, f"--{kind}-pools")) for kind in POOL_KINDS
-    )
-    for name in workspace.names:
-        if name in constant.names:
-            raise PoolFlagError(
-                f"pool '{name}' is listed in both --workspace-pools and --constant-pools"
-            )
-    _read_properties(args, workspace, constant)
-    _read_properties(args, constant, workspace)
+    kinds = [_KindFlags(kind, _pool_names(args, f"--{kind}-pools")) for kind in POOL_KINDS]
+    for position, pools in enumerate(kinds):
+        for later in kinds[position + 1 :]:
+            for name in pools.names:
+                if name in later.names:
+                    raise PoolFlagError(
+                        f"pool '{name}' is listed in both {pools.flag} and {later.flag}"
+                    )
+    for pools in kinds:
+        _read_properties(args, pools, [other for other in kinds if other is not pools])
 
     internal: list[str] = []
     for name in _items(args.internal_pools, "--internal-pools"):
-        if name not in workspace.names and name not in constant.names:
+        if not any(name in pools.names for pools in kinds):
             raise PoolFlagError(
                 f"--internal-pools names pool '{name}', which is not declared by "
-                "--workspace-pools or --constant-pools"
+                "--workspace-pools, --constant-pools or --state-pools"
             )
         if name in internal:
             raise PoolFlagError(f"--internal-pools lists pool '{name}' twice")
         internal.append(name)
-    for pools in (workspace, constant):
+    for pools in kinds:
         for name in pools.sections:
             if name not in internal:
                 raise PoolFlagError(
@@ -278,7 +283,7 @@ def pool_declarations(args: argparse.Namespace) -> tuple[PoolDeclaration, ...]:
                 )
 
     declarations: list[PoolDeclaration] = []
-    for pools in (workspace, constant):
+    for pools in kinds:
         for name in pools.names:
             integers = pools.integers[name]
             declarations.append(
@@ -315,7 +320,7 @@ def declare_pools(module: ModuleOp, declarations: Sequence[PoolDeclaration]) -> 
     )
     from xdsl.ir import Attribute
 
-    from usmp_dialect.dialects.pool import ConstantPoolOp, WorkspacePoolOp
+    from usmp_dialect.dialects.pool import ConstantPoolOp, StatePoolOp, WorkspacePoolOp
 
     symbols: dict[str, str] = {}
     for op in module.ops:
@@ -345,7 +350,9 @@ def declare_pools(module: ModuleOp, declarations: Sequence[PoolDeclaration]) -> 
             properties["internal"] = UnitAttr()
         if declaration.section is not None:
             properties["section"] = StringAttr(declaration.section)
-        op_type = WorkspacePoolOp if declaration.kind == "workspace" else ConstantPoolOp
+        op_type = {"workspace": WorkspacePoolOp, "constant": ConstantPoolOp}.get(
+            declaration.kind, StatePoolOp
+        )
         pool_ops.append(op_type.create(properties=properties))
 
     block = module.body.block

@@ -69,7 +69,7 @@
 // RUN: not usmp-opt %s --workspace-pools=sram --internal-pools=sram,dram 2>&1 \
 // RUN: | filecheck %s --check-prefix=INTERNAL
 // INTERNAL-NOT: Traceback
-// INTERNAL: {{^}}usmp-opt: error: --internal-pools names pool 'dram', which is not declared by --workspace-pools or --constant-pools{{$}}
+// INTERNAL: {{^}}usmp-opt: error: --internal-pools names pool 'dram', which is not declared by --workspace-pools, --constant-pools or --state-pools{{$}}
 // INTERNAL-NOT: {{.}}
 
 // RUN: not usmp-opt %s --workspace-pools=sram,my-pool 2>&1 | filecheck %s --check-prefix=NAME

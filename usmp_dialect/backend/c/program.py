@@ -85,11 +85,11 @@ class PoolInfo:
 
     name: str  # the pool symbol
     field: str  # C identifier (struct field, macro part)
-    kind: str  # "workspace" | "constant"
+    kind: str  # "workspace" | "constant" | "state"
     internal: bool
     size_bytes: int
     alignment_bytes: int
-    data: bytes | None  # constant pools: their bytes (never a Python list of numbers)
+    data: bytes | None  # constant pools: their bytes; state pools: their initial bytes
     section: str | None = None  # internal pools: the linker section of the C array
 
     @property
@@ -149,6 +149,23 @@ class Interface:
     @property
     def constants_size_bytes(self) -> int:
         return sum(p.size_bytes for p in self.pools if p.const)
+
+    @property
+    def state_size_bytes(self) -> int:
+        """All state pools (SPEC §13): the RAM that keeps its value between runs."""
+        return sum(p.size_bytes for p in self.pools if p.kind == "state")
+
+    @property
+    def state_pools(self) -> tuple[PoolInfo, ...]:
+        """The state pools with bytes in them: what `<p>_reset_state()` restores."""
+        return tuple(p for p in self.pools if p.kind == "state" and p.size_bytes)
+
+    @property
+    def reset_parameters(self) -> str:
+        """`<p>_reset_state`'s parameters: the pools struct when a state pool is external."""
+        if any(not p.internal for p in self.state_pools):
+            return f"struct {self.prefix}_workspace_pools* workspace_pools"
+        return "void"
 
     @property
     def external_pools(self) -> tuple[PoolInfo, ...]:
@@ -302,7 +319,7 @@ def _pool_info(pool_op: pool.PoolOpBase, module: ModuleOp, names: NameTable) -> 
                 if isinstance(memref_type, MemRefType):
                     size = memref_type.get_shape()[0]
     data: bytes | None = None
-    if isinstance(pool_op, pool.ConstantPoolOp) and pool_op.data is not None:
+    if isinstance(pool_op, pool.ConstantPoolOp | pool.StatePoolOp) and pool_op.data is not None:
         data = bytes(pool_op.data.data.data)  # i8 elements: the raw bytes are the pool's
         if size is None:
             size = len(data)
@@ -633,6 +650,8 @@ def emit_header(interface: Interface) -> str:
         "/* bytes of all workspace pools (internal and external) and of all constant pools */",
         f"#define {P}_WORKSPACE_SIZE {interface.workspace_size_bytes}",
         f"#define {P}_CONSTANTS_SIZE {interface.constants_size_bytes}",
+        "/* bytes of all state pools: the model's state, kept from one run to the next */",
+        f"#define {P}_STATE_SIZE {interface.state_size_bytes}",
         "",
     ]
     for tensor in (*interface.inputs, *interface.outputs):
@@ -655,7 +674,7 @@ def emit_header(interface: Interface) -> str:
         lines += _struct(
             f"{p}_workspace_pools",
             [pool_info.field for pool_info in interface.external_pools],
-            "memory pools the application provides (workspace and constant)",
+            "memory pools the application provides (workspace, constant and state)",
         )
         lines.append("")
     elif interface.workspace_io:
@@ -665,6 +684,8 @@ def emit_header(interface: Interface) -> str:
             f"struct {p}_inputs {p}_map_inputs(struct {p}_workspace_pools* workspace_pools);",
             f"struct {p}_outputs {p}_map_outputs(struct {p}_workspace_pools* workspace_pools);",
         ]
+    if interface.state_pools:
+        lines += _reset_declaration(interface)
     lines += [
         "/* Runs the model; returns 0 on success. */",
         f"int32_t {p}_run({interface.run_parameters});",
@@ -677,6 +698,25 @@ def emit_header(interface: Interface) -> str:
         "",
     ]
     return "\n".join(lines)
+
+
+def _reset_declaration(interface: Interface) -> list[str]:
+    p = interface.prefix
+    internal = all(pool_info.internal for pool_info in interface.state_pools)
+    when = (
+        [" * The first run restores it itself; call it to start a new sequence. */"]
+        if internal
+        else [
+            " * Call it before the first run (the application provides the state pool memory)",
+            " * and to start a new sequence. */",
+        ]
+    )
+    return [
+        "/* Restores the model's state (its state pools) to its initial value; returns 0.",
+        *when,
+        f"int32_t {p}_reset_state({interface.reset_parameters});",
+        "",
+    ]
 
 
 def interface_dict(interface: Interface) -> dict[str, Any]:
@@ -710,6 +750,7 @@ def interface_dict(interface: Interface) -> dict[str, Any]:
         "workspace_io": interface.workspace_io,
         "workspace_size_bytes": interface.workspace_size_bytes,
         "constants_size_bytes": interface.constants_size_bytes,
+        "state_size_bytes": interface.state_size_bytes,
         "pools": [
             {
                 "name": pool_info.name,
@@ -770,6 +811,7 @@ def emit_source(module: ModuleOp, prefix: str, entry_name: str, constants: str =
     run_name = f"{prefix}_run"
     for reserved in (
         run_name,
+        f"{prefix}_reset_state",
         f"{prefix}_map_inputs",
         f"{prefix}_map_outputs",
         "inputs",
@@ -848,6 +890,10 @@ def emit_source(module: ModuleOp, prefix: str, entry_name: str, constants: str =
             elif pool_info.const:
                 data = _data_macro(pool_info.data or b"", size).replace(" \\\n    ", "\n  ")
                 pool_definitions += [comment, f"{declaration} = {{\n  {data}\n}};", ""]
+            elif pool_info.kind == "state":
+                # Uninitialised (no copy of the initial bytes in the load image):
+                # <p>_reset_state() writes them, the first run calls it when they are not 0.
+                pool_definitions += [comment, f"{declaration};", ""]
             else:
                 pool_definitions += [comment, f"{declaration};", ""]
         else:
@@ -855,6 +901,10 @@ def emit_source(module: ModuleOp, prefix: str, entry_name: str, constants: str =
                 f"({const}uint8_t*)workspace_pools->{pool_info.field}",
                 pool_info.const,
             )
+
+    state = _state_reset(interface, pool_arrays, global_names) if interface.state_pools else None
+    if state is not None:
+        pool_definitions += state.definitions
 
     # Non-pooled data (memref.global) that the printed functions use.
     globals_: dict[str, tuple[str, bool]] = {}
@@ -885,6 +935,7 @@ def emit_source(module: ModuleOp, prefix: str, entry_name: str, constants: str =
         signatures[name] = FunctionSignature(c_name, tuple(not f for f in flags), dropped[name])
 
     context = ModuleContext(signatures, pool_expressions, globals_, global_names, dead)
+    entry_prologue = state.first_run if state is not None else []
     context.provenances = loops.module_provenances(
         functions,
         entry,
@@ -900,7 +951,7 @@ def emit_source(module: ModuleOp, prefix: str, entry_name: str, constants: str =
         prototypes.append(prototype + ";")
         if body is not None:
             definitions += [body, ""]
-    _, run_body = _emit_function(entry, context, interface, is_entry=True)
+    _, run_body = _emit_function(entry, context, interface, is_entry=True, prologue=entry_prologue)
     assert run_body is not None
 
     lines = [
@@ -931,6 +982,8 @@ def emit_source(module: ModuleOp, prefix: str, entry_name: str, constants: str =
     lines += [run_body, ""]
     if interface.workspace_io:
         lines += _map_functions(interface, pool_arrays)
+    if state is not None:
+        lines += state.reset_function
     # `"\n".join(lines).rstrip("\n") + "\n"` without the two extra copies of a source that
     # may hold hundreds of MB of constants
     while lines and not lines[-1].rstrip("\n"):
@@ -940,6 +993,73 @@ def emit_source(module: ModuleOp, prefix: str, entry_name: str, constants: str =
     lines[-1] = lines[-1].rstrip("\n")
     lines.append("")
     return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class StateReset:
+    """The C of `<p>_reset_state()` (SPEC §13): the initial bytes it copies (`definitions`,
+    before the functions), the function itself, and the lines `<p>_run` starts with to reset
+    the internal state pools on the first run when their initial bytes are not all 0 (zeroed
+    static memory already holds a zero state)."""
+
+    definitions: list[str]
+    reset_function: list[str]
+    first_run: list[str]
+
+
+def _state_reset(
+    interface: Interface, pool_arrays: dict[str, str], global_names: NameTable
+) -> StateReset:
+    p = interface.prefix
+    definitions: list[str] = []
+    internal_lines: list[str] = []
+    external_lines: list[str] = []
+    needs_first_run = False
+    for pool_info in interface.state_pools:
+        data = (pool_info.data or b"").ljust(pool_info.size_bytes, b"\0")
+        if pool_info.internal:
+            target = pool_arrays[pool_info.name]
+        else:
+            target = f"(uint8_t*)workspace_pools->{pool_info.field}"
+        uniform = len(set(data)) == 1
+        if uniform:
+            line = f"memset({target}, {data[0]}, {len(data)});"
+        else:
+            initial = global_names.fresh(f"{pool_info.field}_initial")
+            literal = _data_macro(data, len(data)).replace(" \\\n    ", "\n  ")
+            definitions += [
+                f"/* pool @{pool_info.name}: the initial bytes of the model's state */",
+                f"static const uint8_t {initial}[{len(data)}] = {{\n  {literal}\n}};",
+                "",
+            ]
+            line = f"memcpy({target}, {initial}, {len(data)});"
+        if pool_info.internal:
+            internal_lines.append(line)
+            needs_first_run |= data.count(0) != len(data)
+        else:
+            external_lines.append(line)
+    ready = global_names.fresh(f"{p}_state_ready")
+    first_run: list[str] = []
+    if needs_first_run:
+        definitions += [
+            "/* whether the internal state pools hold the model's state (the first run resets",
+            f" * them; {p}_reset_state() does too) */",
+            f"static uint8_t {ready} = 0;",
+            "",
+        ]
+        first_run = [f"if (!{ready}) {{", *(f"  {line}" for line in internal_lines)]
+        first_run += [f"  {ready} = 1;", "}"]
+    body = [*internal_lines, *external_lines]
+    if needs_first_run:
+        body.append(f"{ready} = 1;")
+    reset_function = [
+        f"int32_t {p}_reset_state({interface.reset_parameters}) {{",
+        *(f"  {line}" for line in body),
+        "  return 0;",
+        "}",
+        "",
+    ]
+    return StateReset(definitions, reset_function, first_run)
 
 
 def _globals_use_math(definitions: list[str]) -> bool:
@@ -974,11 +1094,19 @@ def _map_functions(interface: Interface, pool_arrays: dict[str, str]) -> list[st
 
 
 def _emit_function(
-    function: func.FuncOp, context: ModuleContext, interface: Interface, *, is_entry: bool
+    function: func.FuncOp,
+    context: ModuleContext,
+    interface: Interface,
+    *,
+    is_entry: bool,
+    prologue: list[str] | None = None,
 ) -> tuple[str, str | None]:
-    """The prototype and definition (None for a declaration) of one function."""
+    """The prototype and definition (None for a declaration) of one function; `prologue`:
+    lines the entry's body starts with."""
     try:
-        return _emit_function_unchecked(function, context, interface, is_entry=is_entry)
+        return _emit_function_unchecked(
+            function, context, interface, is_entry=is_entry, prologue=prologue or []
+        )
     except DiagnosticException as error:
         message = str(error)
         if "in function @" in message:
@@ -987,7 +1115,12 @@ def _emit_function(
 
 
 def _emit_function_unchecked(
-    function: func.FuncOp, context: ModuleContext, interface: Interface, *, is_entry: bool
+    function: func.FuncOp,
+    context: ModuleContext,
+    interface: Interface,
+    *,
+    is_entry: bool,
+    prologue: list[str],
 ) -> tuple[str, str | None]:
     signature = context.functions[function.sym_name.data]
     output = io.StringIO()
@@ -1018,6 +1151,8 @@ def _emit_function_unchecked(
         prototype = f"int32_t {signature.c_name}({interface.run_parameters})"
         printer.line(prototype + " {")
         with printer.indented():
+            for line in prologue:
+                printer.line(line)
             if not interface.workspace_io:
                 _bind_entry_arguments(printer, function, interface, signature)
                 if not interface.inputs:
