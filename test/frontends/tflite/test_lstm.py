@@ -1,10 +1,10 @@
 """UNIDIRECTIONAL_SEQUENCE_LSTM against TensorFlow Lite Micro, on models written with
-`usmp_dialect.testing.tflite_writer`: float32 and int8 (int16 cell state), batch-major and
-time-major, with and without cell clipping, over several runs in one process (the hidden and
-cell state carry over), then `<p>_reset_state()` and more runs, as TFLM's `invoke()` and
-`reset()` do. int8 outputs byte for byte, float ones within 1e-5 of the largest; after every
-run TFLM's hidden state must equal the output's last step (the kernel copies it there); the
-cell state shows in the following runs' outputs. The LSTM variants TFLM refuses are refused.
+`usmp_dialect.testing.tflite_writer` and on two the TFLite converter wrote: float32 and int8
+(int16 cell state), batch-major and time-major, with and without cell clipping, over several
+runs in one process (the hidden and cell state carry over), then `<p>_reset_state()` and more
+runs, as TFLM's `invoke()` and `reset()` do. int8 outputs byte for byte, float ones within
+1e-5 of the largest; the hidden and cell state after every run too (the state pool, external
+for the test, against TFLM's variable tensors). The LSTM variants TFLM refuses are refused.
 """
 
 from __future__ import annotations
@@ -18,11 +18,13 @@ import pytest
 
 from usmp_dialect.frontends.errors import ModelImportError
 from usmp_dialect.frontends.tflite.importer import import_tflite
+from usmp_dialect.frontends.tflite.reader import read_graph
 from usmp_dialect.kernels.lstm import SIGMOID_TABLE_UINT16
 from usmp_dialect.testing import tflm
 from usmp_dialect.testing.module_file import load_file
 from usmp_dialect.testing.sequence import Run, compile_sequence
 from usmp_dialect.testing.tflite_writer import OperatorSpec, TensorSpec, write_model
+from usmp_dialect.validation.tflm import ARENA_SIZE_BYTES
 
 oracle = load_file(Path(__file__).parent / "tflm_oracle.py")
 ModelSpec, merge = oracle.ModelSpec, oracle.merge
@@ -151,35 +153,60 @@ def _inputs(ports: list, rng: np.random.Generator) -> list[np.ndarray]:
     ]
 
 
-def _assert_sequence_matches(model: bytes, directory: Path, sanitize: bool = False) -> None:
-    """Three runs, a reset, two runs: our outputs equal TFLM's after every run."""
+def _assert_sequence_matches(
+    model: bytes, directory: Path, sanitize: bool = False, expose_state: bool = False
+) -> None:
+    """Three runs, a reset, two runs: our outputs equal TFLM's after every run and, with
+    `expose_state`, so do the variables (the state pool's bytes against TFLM's tensors)."""
+    from tflite_micro.python.tflite_micro import runtime
+
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / "model.tflite"
     path.write_bytes(model)
-    compiled = compile_sequence(path, directory, sanitize=sanitize)
+    compiled = compile_sequence(path, directory, sanitize=sanitize, expose_state=expose_state)
     rng = np.random.default_rng(0)
     runs = [Run(_inputs(list(compiled.inputs), rng), reset=index == 3) for index in range(5)]
     ours = compiled.run(runs)
-    interpreter = tflm.interpreter(model)
+    interpreter = runtime.Interpreter.from_bytes(
+        model,
+        arena_size=ARENA_SIZE_BYTES,
+        intrepreter_config=runtime.InterpreterConfig.kPreserveAllTensors,
+    )
     names = [port.name for port in compiled.outputs]
+    variables = [t for t in read_graph(model, str(path)).tensors if t.variable]
+    assert not expose_state or len(compiled.variables) == len(variables)
     for index, run in enumerate(runs):
         if run.reset:
             interpreter.reset()
         theirs = tflm.run_with(interpreter, list(run.inputs), len(compiled.outputs))
         labelled = [f"run {index}: {name}" for name in names]
-        tflm.assert_matches(ours[index], theirs, labelled)
+        tflm.assert_matches(ours[index].outputs, theirs, labelled)
+        if not expose_state:
+            continue
+        for variable in variables:
+            reference = interpreter.GetTensor(variable.index, 0)["tensor_data"]
+            mine = np.frombuffer(ours[index].state[variable.name], dtype=variable.dtype)
+            mine = mine.reshape(reference.shape)
+            where = f"run {index}: state {variable.name}"
+            if variable.dtype.kind == "f":
+                scale = max(float(np.abs(reference).max()), 1.0)
+                np.testing.assert_allclose(
+                    mine, reference, rtol=1e-5, atol=1e-6 * scale, err_msg=where
+                )
+            else:
+                np.testing.assert_array_equal(mine, reference, err_msg=where)
 
 
 @needs_tflm
 @needs_gcc
 def test_float_lstm_matches_tflm_over_runs_and_reset(tmp_path: Path) -> None:
-    _assert_sequence_matches(_model(np.float32, FLOAT_CASES), tmp_path)
+    _assert_sequence_matches(_model(np.float32, FLOAT_CASES), tmp_path, expose_state=True)
 
 
 @needs_tflm
 @needs_gcc
 def test_int8_lstm_matches_tflm_bit_for_bit_over_runs_and_reset(tmp_path: Path) -> None:
-    _assert_sequence_matches(_model(np.int8, INT8_CASES), tmp_path)
+    _assert_sequence_matches(_model(np.int8, INT8_CASES), tmp_path, expose_state=True)
 
 
 INPUTS = Path(__file__).parent / "Inputs"
