@@ -24,6 +24,7 @@ from usmp_dialect.testing import tflm
 from usmp_dialect.testing.module_file import load_file
 from usmp_dialect.testing.sequence import Run, compile_sequence
 from usmp_dialect.testing.tflite_writer import OperatorSpec, TensorSpec, write_model
+from usmp_dialect.validation.host import plan, workspace_bytes
 from usmp_dialect.validation.tflm import ARENA_SIZE_BYTES
 
 oracle = load_file(Path(__file__).parent / "tflm_oracle.py")
@@ -221,6 +222,20 @@ def test_keras_lstm_matches_tflm_over_runs_and_reset(kind: str, tmp_path: Path) 
     2**-14)."""
     model = (INPUTS / f"lstm_keras_{kind}.tflite").read_bytes()
     _assert_sequence_matches(model, tmp_path)
+
+
+@needs_tflm
+@pytest.mark.parametrize("kind", ["float", "int8"])
+def test_keras_lstm_memory_within_tflm(kind: str, tmp_path: Path) -> None:
+    """The workspace with the input and output inside stays within TFLM's arena head (TFLM
+    adds four scratch vectors; the kernel needs none), and the state pool within TFLM's
+    variable tensors (each 16-byte aligned in its arena)."""
+    path = INPUTS / f"lstm_keras_{kind}.tflite"
+    report = plan(path, tmp_path, workspace_io=True)
+    assert workspace_bytes(report) <= tflm.arena(path).head_bytes
+    state = sum(pool["size_bytes"] for pool in report["pools"] if pool["kind"] == "state")
+    variables = [t for t in read_graph(path.read_bytes(), str(path)).tensors if t.variable]
+    assert 0 < state <= sum(-(-t.size_bytes // 16) * 16 for t in variables)
 
 
 @needs_tflm
