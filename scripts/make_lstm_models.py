@@ -1,8 +1,10 @@
-"""Writes the two Keras LSTM models of `test/frontends/tflite/Inputs/` with the TensorFlow Lite
-converter: `lstm_keras_float.tflite` and `lstm_keras_int8.tflite` (full-integer quantisation:
-int8 activations and weights, int16 cell state). One `LSTM(12, return_sequences=True)` over
-8 steps of 6 features, batch 1, with seeded random weights; the converter fuses it into one
-UNIDIRECTIONAL_SEQUENCE_LSTM whose hidden and cell state are variable tensors.
+"""Writes the Keras LSTM models of `test/frontends/tflite/Inputs/` with the TensorFlow Lite
+converter, each as float32 and full-integer int8 (int8 activations and weights, int16 cell
+state), over 8 steps of 6 features, batch 1, with seeded random weights:
+`lstm_keras_{float,int8}.tflite`, one `LSTM(12, return_sequences=True)`, and
+`lstm_keras_stacked_{float,int8}.tflite`, `LSTM(12, return_sequences=True)` -> `LSTM(8)` ->
+`Dense(4)` (the converter adds a STRIDED_SLICE for the last step). The converter fuses each
+LSTM into one UNIDIRECTIONAL_SEQUENCE_LSTM whose hidden and cell state are variable tensors.
 
 TensorFlow is not a dependency of the project (the tests read the committed files); to
 regenerate them, in a separate environment:
@@ -27,19 +29,21 @@ import tensorflow as tf
 STEPS, FEATURES, UNITS = 8, 6, 12
 
 
-def keras_model() -> tf.keras.Model:
+def keras_model(stacked: bool) -> tf.keras.Model:
     inputs = tf.keras.Input(shape=(STEPS, FEATURES), batch_size=1)
     outputs = tf.keras.layers.LSTM(UNITS, return_sequences=True)(inputs)
+    if stacked:
+        outputs = tf.keras.layers.LSTM(8)(outputs)
+        outputs = tf.keras.layers.Dense(4)(outputs)
     model = tf.keras.Model(inputs, outputs)
     rng = np.random.default_rng(0)
     model.set_weights([rng.normal(0, 0.4, w.shape).astype(np.float32) for w in model.get_weights()])
     return model
 
 
-def main(directory: Path) -> None:
-    model = keras_model()
+def write(model: tf.keras.Model, directory: Path, name: str) -> None:
     converter = tf.lite.TFLiteConverter.from_keras_model(model)
-    (directory / "lstm_keras_float.tflite").write_bytes(converter.convert())
+    (directory / f"{name}_float.tflite").write_bytes(converter.convert())
 
     rng = np.random.default_rng(1)
 
@@ -53,7 +57,12 @@ def main(directory: Path) -> None:
     converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
     converter.inference_input_type = tf.int8
     converter.inference_output_type = tf.int8
-    (directory / "lstm_keras_int8.tflite").write_bytes(converter.convert())
+    (directory / f"{name}_int8.tflite").write_bytes(converter.convert())
+
+
+def main(directory: Path) -> None:
+    write(keras_model(stacked=False), directory, "lstm_keras")
+    write(keras_model(stacked=True), directory, "lstm_keras_stacked")
 
 
 if __name__ == "__main__":

@@ -211,21 +211,22 @@ def test_int8_lstm_matches_tflm_bit_for_bit_over_runs_and_reset(tmp_path: Path) 
 
 
 INPUTS = Path(__file__).parent / "Inputs"
+KERAS = ["float", "int8", "stacked_float", "stacked_int8"]
 
 
 @needs_tflm
 @needs_gcc
-@pytest.mark.parametrize("kind", ["float", "int8"])
+@pytest.mark.parametrize("kind", KERAS)
 def test_keras_lstm_matches_tflm_over_runs_and_reset(kind: str, tmp_path: Path) -> None:
     """Keras LSTMs as the TensorFlow Lite converter writes them (`scripts/make_lstm_models.py`;
     int8: full-integer quantisation with intermediates and an int16 cell state of scale
-    2**-14)."""
+    2**-14; stacked: LSTM -> LSTM -> STRIDED_SLICE -> FULLY_CONNECTED), state included."""
     model = (INPUTS / f"lstm_keras_{kind}.tflite").read_bytes()
-    _assert_sequence_matches(model, tmp_path)
+    _assert_sequence_matches(model, tmp_path, expose_state=True)
 
 
 @needs_tflm
-@pytest.mark.parametrize("kind", ["float", "int8"])
+@pytest.mark.parametrize("kind", KERAS)
 def test_keras_lstm_memory_within_tflm(kind: str, tmp_path: Path) -> None:
     """The workspace with the input and output inside stays within TFLM's arena head (TFLM
     adds four scratch vectors; the kernel needs none), and the state pool within TFLM's
