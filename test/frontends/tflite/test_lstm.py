@@ -344,3 +344,28 @@ def test_refuses_per_channel_weights_and_non_power_of_two_cell_scale() -> None:
     model = ModelSpec(tensors, spec.operators, spec.inputs, spec.outputs).model()
     with pytest.raises(ModelImportError, match="not a power of two"):
         import_tflite(model, "lstm.tflite")
+
+
+def test_refuses_hybrid_and_int16_lstms() -> None:
+    """int8 weights with float activations (TFLM runs them reading the weights as floats) and
+    int16 activations (16x8, not imported yet) are refused in one line."""
+    spec = lstm_spec(np.float32)
+    op = spec.operators[0]
+    tensors = list(spec.tensors)
+    for position in range(1, 9):
+        tensor = tensors[op.inputs[position]]
+        weights = np.ones(tensor.shape, np.int8)
+        tensors[op.inputs[position]] = replace(
+            tensor, dtype=np.int8, data=weights, scales=[0.1], zero_points=[0]
+        )
+    model = ModelSpec(tensors, spec.operators, spec.inputs, spec.outputs).model()
+    with pytest.raises(ModelImportError, match="hybrid LSTM"):
+        import_tflite(model, "lstm.tflite")
+    spec = lstm_spec(np.int8)
+    op = spec.operators[0]
+    tensors = list(spec.tensors)
+    for index in (op.inputs[0], op.outputs[0], op.inputs[HIDDEN]):
+        tensors[index] = replace(tensors[index], dtype=np.int16, zero_points=[0])
+    model = ModelSpec(tensors, spec.operators, spec.inputs, spec.outputs).model()
+    with pytest.raises(ModelImportError, match="activation type int16"):
+        import_tflite(model, "lstm.tflite")

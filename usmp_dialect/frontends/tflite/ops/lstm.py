@@ -178,6 +178,11 @@ def _weights(
     (TFLM's LSTM reads one multiplier per product and no weight offset)."""
     arrays = []
     for position in positions:
+        if dtype == FLOAT32 and context.tensor(position).dtype == INT8:
+            raise context.fail(
+                "int8 weights with float activations (a hybrid LSTM) are not supported: "
+                "TFLM's LSTM reads such weights as floats"
+            )
         arrays.append(_constant(context, position, shape, dtype))
         if dtype == INT8:
             quant = quantization(context, context.tensor(position))
