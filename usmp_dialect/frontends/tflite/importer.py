@@ -410,13 +410,13 @@ class TfliteImporter:
         name = self.names(tensor.name, "state")
         symbol, type_ = self.module.state(name, initial)
         get = memref.GetGlobalOp(symbol, type_)
-        get.result.name_hint = name
+        get.memref.name_hint = name
         block = self.main.entry
         block.insert_op_before(get, block.first_op) if block.first_op else block.add_op(get)
         global_op = self.module.globals[-1]
         global_op.attributes[TENSOR_ATTRIBUTE] = StringAttr(tensor.name)
-        self.states[key] = get.result
-        return get.result
+        self.states[key] = get.memref
+        return get.memref
 
     # -- tensors -------------------------------------------------------------------------
 

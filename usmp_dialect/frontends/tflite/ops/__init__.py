@@ -10,6 +10,7 @@ from usmp_dialect.frontends.tflite.ops import (
     reduce,
     shape,
     softmax,
+    svdf,
 )
 
 __all__ = [
@@ -21,4 +22,5 @@ __all__ = [
     "reduce",
     "shape",
     "softmax",
+    "svdf",
 ]
