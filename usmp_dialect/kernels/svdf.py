@@ -28,9 +28,9 @@ from usmp_dialect.kernels.builder import KernelBuilder, Value, finish, function
 from usmp_dialect.kernels.fixed_point import emit_multiply_by_quantized_multiplier
 from usmp_dialect.kernels.module import ModelModule
 
-FLOAT_ACTIVATIONS = ("NONE", "RELU", "RELU_N1_TO_1", "RELU6", "TANH", "SIGMOID")
-"""The fused activations TFLM's `ActivationValFloat` applies to a float SVDF's output (SIGN_BIT
-aside)."""
+FLOAT_ACTIVATIONS = ("NONE", "RELU", "RELU_N1_TO_1", "RELU6", "TANH")
+"""The fused activations TFLM's `ActivationValFloat` applies to a float SVDF's output that a
+TFLite file can name (its schema has no SIGMOID; SIGN_BIT is left out)."""
 
 
 @dataclass(frozen=True)
@@ -162,8 +162,5 @@ def _float_activation(kernel: KernelBuilder, value: Value, activation: str) -> V
         return kernel.max(kernel.min(value, 6.0), 0.0)
     if activation == "TANH":
         return kernel.tanh(value)
-    if activation == "SIGMOID":
-        one = kernel.constant(1.0, f32)
-        return kernel.div(one, kernel.add(one, kernel.exp(kernel.sub(0.0, value))))
     assert activation == "NONE"
     return value

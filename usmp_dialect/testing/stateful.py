@@ -109,7 +109,11 @@ class SequenceModel:
             for array, port in zip(arrays, self.inputs, strict=True)
         )
         (directory / "steps.bin").write_bytes(data)
-        flags = "".join("1" if index in resets else "0" for index in range(len(steps)))
+        # An external state pool is the application's memory: it resets it before the first run.
+        first = {0} if self.state_bytes is not None else set()
+        flags = "".join(
+            "1" if index in resets or index in first else "0" for index in range(len(steps))
+        )
         ran = subprocess.run(
             [str(self.executable), "steps.bin", "outputs.bin", str(len(steps)), flags],
             cwd=directory,
