@@ -9,8 +9,8 @@ compiled.write_project("kws")  # what `usmp-opt kws_ref_model.tflite -t project 
 ```
 
 It runs, in this process, what the README's command runs: the frontend of the file type,
-the pools of `workspace_pools` / `constant_pools` declared as `usmp-opt`'s pool flags declare
-them (SPEC §6), the canonical pipeline `usmp-import-memref,convert-linalg-to-loops,usmp`, and
+the pools of `workspace_pools` / `constant_pools` / `state_pools` declared as `usmp-opt`'s pool
+flags declare them (SPEC §6, §13), the canonical pipeline `usmp-import-memref,convert-linalg-to-loops,usmp`, and
 the `c` / `c-header` targets. A user error raises `CompileError` whose message is the line
 `usmp-opt` prints after `usmp-opt: error: `.
 """
@@ -82,12 +82,15 @@ def _pool_flags(kind: str, pools: Sequence[PoolSpec]) -> list[str]:
     return flags
 
 
-def _declarations(workspace: Sequence[PoolSpec], constant: Sequence[PoolSpec]):
+def _declarations(
+    workspace: Sequence[PoolSpec], constant: Sequence[PoolSpec], state: Sequence[PoolSpec] = ()
+):
     from usmp_dialect.tools.pool_flags import PoolFlagError, add_pool_arguments, pool_declarations
 
     parser = argparse.ArgumentParser(add_help=False)
     add_pool_arguments(parser)
     flags = _pool_flags("workspace", workspace) + _pool_flags("constant", constant)
+    flags += _pool_flags("state", state)
     try:
         return pool_declarations(parser.parse_args(flags))
     except PoolFlagError as error:
@@ -143,6 +146,7 @@ def compile(
     frontend: str | None = None,
     workspace_pools: Sequence[PoolSpec] = (),
     constant_pools: Sequence[PoolSpec] = (),
+    state_pools: Sequence[PoolSpec] = (),
     workspace_io: bool = False,
     algorithm: str = "auto",
     time_limit_s: float = 10.0,
@@ -169,7 +173,7 @@ def compile(
     from usmp_dialect.tools.usmp_opt import one_line
 
     data, source, frontend = _read(model, frontend)
-    declarations = _declarations(workspace_pools, constant_pools)
+    declarations = _declarations(workspace_pools, constant_pools, state_pools)
     try:
         planner = UsmpPass(
             algorithm=algorithm,

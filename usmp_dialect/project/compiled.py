@@ -35,6 +35,8 @@ class CompiledModel:
     """`metadata.json` of the project: model, inputs/outputs, pools, operators."""
     workspace_bytes: int
     constant_bytes: int
+    state_bytes: int
+    """The state pools' bytes (SPEC §13): 0 for a model without state."""
     facts: ProjectFacts = field(repr=False)
     files: dict[str, str] = field(repr=False)
     """Every file of the project by relative path."""
@@ -96,6 +98,7 @@ def assemble(
         metadata=metadata(facts),
         workspace_bytes=facts.workspace_bytes,
         constant_bytes=facts.constant_bytes,
+        state_bytes=facts.state_bytes,
         facts=facts,
         files=files,
     )

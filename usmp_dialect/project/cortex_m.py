@@ -128,8 +128,8 @@ __attribute__((section(".vectors"), used)) static void (*const vectors[16])(void
 
 def linker_script(sections: Sequence[tuple[str, str]] = (), extra_region: int = 0x21000000) -> str:
     """The memory map of the MPS2 boards; each (section, kind) goes to the extra region."""
-    workspace = [name for name, kind in sections if kind == "workspace"]
-    constant = [name for name, kind in sections if kind != "workspace"]
+    workspace = [name for name, kind in sections if kind != "constant"]  # workspace, state
+    constant = [name for name, kind in sections if kind == "constant"]
     extra_constant = "".join(f"    KEEP(*({name}))\n" for name in constant)
     extra_workspace = "".join(f"    KEEP(*({name}))\n" for name in workspace)
     return f"""/* Linker script of the firmware harness (usmp_dialect.testing.firmware). */

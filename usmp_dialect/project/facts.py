@@ -64,6 +64,16 @@ class ProjectFacts:
         return sum(p.size_bytes for p in self.pools if p.kind == "constant")
 
     @property
+    def state_bytes(self) -> int:
+        """The state pools' bytes: the model's state, kept from one run to the next."""
+        return sum(p.size_bytes for p in self.pools if p.kind == "state")
+
+    @property
+    def external_state(self) -> bool:
+        """Whether the application provides a state pool, and so resets the state itself."""
+        return any(p.kind == "state" and not p.internal and p.size_bytes for p in self.pools)
+
+    @property
     def io_bytes(self) -> int:
         return sum(t.size_bytes for t in self.inputs + self.outputs)
 

@@ -80,6 +80,7 @@ def metadata(facts: ProjectFacts) -> dict[str, Any]:
         "memory": {
             "workspace_bytes": facts.workspace_bytes,
             "constant_bytes": facts.constant_bytes,
+            "state_bytes": facts.state_bytes,
             "io_bytes": facts.io_bytes,
         },
         "operators": list(facts.operators),

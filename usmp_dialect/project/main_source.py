@@ -261,6 +261,9 @@ def main_source(facts: ProjectFacts) -> str:
         call = f"{p}_run(&inputs, &outputs{', ' + pools_argument if pools_argument else ''})"
     for index, tensor in enumerate(facts.inputs):
         lines += _fill(p, tensor, index, f"inputs.{tensor.name}")
+    if facts.external_state:
+        # The application's state pool: the model's state starts at its initial value.
+        lines.append(f"  {p}_reset_state({pools_argument});")
     lines += [
         f"  int32_t status = {call};",
         "  {",

@@ -264,3 +264,20 @@ pool.constant @flash {size_bytes = 8 : i64}
 // Element count mismatch in the custom form.
 %w = usmp.allocate_const dense<[1, 2, 3]> : memref<4xi32>
 // CHECK: Shape mismatch in dense literal. Expected [4] shape from the type, but got [3] shape.
+
+// -----
+
+// A state buffer goes to state pools only.
+builtin.module {
+  pool.workspace @sram
+  %s = usmp.allocate_state {pools = [@sram]} dense<0> : memref<2xi16>
+}
+// CHECK: candidate pool @sram is a workspace pool, but 'usmp.allocate_state' needs a state pool
+
+// -----
+
+builtin.module {
+  pool.state @persist
+  %a = usmp.allocate {pools = [@persist]} : memref<2xi16>
+}
+// CHECK: candidate pool @persist is a state pool, but 'usmp.allocate' needs a workspace pool

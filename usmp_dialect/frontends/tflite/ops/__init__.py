@@ -11,6 +11,7 @@ from usmp_dialect.frontends.tflite.ops import (
     reduce,
     shape,
     softmax,
+    svdf,
 )
 
 __all__ = [
@@ -23,4 +24,5 @@ __all__ = [
     "reduce",
     "shape",
     "softmax",
+    "svdf",
 ]
