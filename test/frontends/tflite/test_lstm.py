@@ -9,6 +9,7 @@ for the test, against TFLM's variable tensors). The LSTM variants TFLM refuses a
 
 from __future__ import annotations
 
+import json
 import shutil
 from dataclasses import replace
 from pathlib import Path
@@ -22,10 +23,9 @@ from usmp_dialect.frontends.tflite.reader import read_graph
 from usmp_dialect.kernels.lstm import SIGMOID_TABLE_UINT16
 from usmp_dialect.testing import tflm
 from usmp_dialect.testing.module_file import load_file
-from usmp_dialect.testing.sequence import Run, compile_sequence
+from usmp_dialect.testing.stateful import STATE_POOL, compile_sequence, tflm_sequence
 from usmp_dialect.testing.tflite_writer import OperatorSpec, TensorSpec, write_model
 from usmp_dialect.validation.host import plan, workspace_bytes
-from usmp_dialect.validation.tflm import ARENA_SIZE_BYTES
 
 oracle = load_file(Path(__file__).parent / "tflm_oracle.py")
 ModelSpec, merge = oracle.ModelSpec, oracle.merge
@@ -158,35 +158,33 @@ def _assert_sequence_matches(
     model: bytes, directory: Path, sanitize: bool = False, expose_state: bool = False
 ) -> None:
     """Three runs, a reset, two runs: our outputs equal TFLM's after every run and, with
-    `expose_state`, so do the variables (the state pool's bytes against TFLM's tensors)."""
-    from tflite_micro.python.tflite_micro import runtime
-
+    `expose_state`, so do the variables (the external state pool's bytes, placed by the plan
+    report, against TFLM's variable tensors)."""
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / "model.tflite"
     path.write_bytes(model)
-    compiled = compile_sequence(path, directory, sanitize=sanitize, expose_state=expose_state)
+    compiled = compile_sequence(path, directory, external_state=expose_state, sanitize=sanitize)
     rng = np.random.default_rng(0)
-    runs = [Run(_inputs(list(compiled.inputs), rng), reset=index == 3) for index in range(5)]
-    ours = compiled.run(runs)
-    interpreter = runtime.Interpreter.from_bytes(
-        model,
-        arena_size=ARENA_SIZE_BYTES,
-        intrepreter_config=runtime.InterpreterConfig.kPreserveAllTensors,
-    )
-    names = [port.name for port in compiled.outputs]
+    steps = [_inputs(list(compiled.inputs), rng) for _ in range(5)]
+    resets = [3]
+    ours = compiled.run(steps, resets)
     variables = [t for t in read_graph(model, str(path)).tensors if t.variable]
-    assert not expose_state or len(compiled.variables) == len(variables)
-    for index, run in enumerate(runs):
-        if run.reset:
-            interpreter.reset()
-        theirs = tflm.run_with(interpreter, list(run.inputs), len(compiled.outputs))
-        labelled = [f"run {index}: {name}" for name in names]
-        tflm.assert_matches(ours[index].outputs, theirs, labelled)
-        if not expose_state:
-            continue
-        for variable in variables:
-            reference = interpreter.GetTensor(variable.index, 0)["tensor_data"]
-            mine = np.frombuffer(ours[index].state[variable.name], dtype=variable.dtype)
+    watched = [t.index for t in variables] if expose_state else []
+    theirs = tflm_sequence(model, steps, resets, watched)
+    placed = {}
+    if expose_state:
+        buffers = json.loads(compiled.report.read_text())["buffers"]
+        placed = {
+            b["tensor"]: (b["offset"], b["size_bytes"]) for b in buffers if b["pool"] == STATE_POOL
+        }
+        assert sorted(placed) == sorted(t.name for t in variables)
+    names = [port.name for port in compiled.outputs]
+    for index, (step, (outputs, states)) in enumerate(zip(ours, theirs, strict=True)):
+        tflm.assert_matches(step.outputs, outputs, [f"run {index}: {name}" for name in names])
+        for variable, reference in zip(variables if expose_state else [], states, strict=True):
+            assert step.state is not None
+            offset, size = placed[variable.name]
+            mine = np.frombuffer(step.state[offset : offset + size], dtype=variable.dtype)
             mine = mine.reshape(reference.shape)
             where = f"run {index}: state {variable.name}"
             if variable.dtype.kind == "f":
