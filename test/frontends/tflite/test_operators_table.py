@@ -27,11 +27,11 @@ def test_table_reads_the_registry() -> None:
     support = tflite_support()
     assert support["CONV_2D"] == "int8, float32"
     assert support["SHAPE"] == FOLDED
-    assert "SVDF" not in support
+    assert "WHILE" not in support
     assert len(TFLM_BUILTINS) == len(set(TFLM_BUILTINS)) > 90
     table = markdown()
     assert "| CONV_2D | int8, float32 |" in table
-    assert "| SVDF | — |" in table
+    assert "| WHILE | — |" in table
     assert "| com.microsoft | QGemm," in table
 
 
