@@ -76,38 +76,44 @@ def _options(builder: flatbuffers.Builder, spec: OperatorSpec) -> int | None:
     if spec.options is None:
         return None
     name = spec.options
+    # String fields (VarHandleOptions' SharedName) are written before the table.
+    values = {
+        key: builder.CreateString(value) if isinstance(value, str) else value
+        for key, value in spec.fields.items()
+    }
     getattr(tflite, f"{name}Start")(builder)
-    for key, value in spec.fields.items():
+    for key, value in values.items():
         getattr(tflite, f"{name}Add{key}")(builder, value)
     return getattr(tflite, f"{name}End")(builder)
 
 
-def write_model(
-    tensors: Sequence[TensorSpec],
-    operators: Sequence[OperatorSpec],
-    inputs: Sequence[int],
-    outputs: Sequence[int],
-    subgraphs: int = 1,
-) -> bytes:
-    """The flatbuffer of a model with one subgraph (repeated `subgraphs` times, to test the
-    frontend's refusal of several)."""
-    builder = flatbuffers.Builder(1024)
-    # Buffers: 0 is the empty buffer; constant tensors get one each.
-    buffer_data = [None] + [t.data for t in tensors if t.data is not None]
-    buffers = []
-    for data in buffer_data:
-        vector = None
-        if data is not None:
-            raw = np.ascontiguousarray(data).astype(data.dtype.newbyteorder("<")).tobytes()
-            vector = _vector(builder, np.frombuffer(raw, dtype=np.uint8))
-        tflite.BufferStart(builder)
-        if vector is not None:
-            tflite.BufferAddData(builder, vector)
-        buffers.append(tflite.BufferEnd(builder))
+@dataclass
+class SubgraphSpec:
+    """A further subgraph (e.g. the init subgraph a CALL_ONCE runs)."""
 
+    tensors: Sequence[TensorSpec]
+    operators: Sequence[OperatorSpec]
+    inputs: Sequence[int] = ()
+    outputs: Sequence[int] = ()
+
+
+def _offsets_vector(builder: flatbuffers.Builder, start: Any, offsets: Sequence[int]) -> int:
+    start(builder, len(offsets))
+    for offset in reversed(offsets):
+        builder.PrependUOffsetTRelative(offset)
+    return builder.EndVector()
+
+
+def _write_subgraph(
+    builder: flatbuffers.Builder,
+    graph: SubgraphSpec,
+    next_buffer: int,
+    opcodes: list[tuple[str, str | None]],
+) -> tuple[int, int]:
+    """Writes one subgraph (its constant tensors take buffers from `next_buffer` on, its
+    operator codes are added to `opcodes`); returns its offset and the next free buffer."""
     tensor_offsets = []
-    next_buffer = 1
-    for spec in tensors:
+    for spec in graph.tensors:
         name = builder.CreateString(spec.name)
         shape = _vector(builder, np.asarray(spec.shape, dtype=np.int32))
         signature = (
@@ -133,9 +139,8 @@ def write_model(
             tflite.TensorAddIsVariable(builder, True)
         tensor_offsets.append(tflite.TensorEnd(builder))
 
-    opcodes: list[tuple[str, str | None]] = []
     operator_offsets = []
-    for spec in operators:
+    for spec in graph.operators:
         key = (spec.opcode, spec.custom_code)
         if key not in opcodes:
             opcodes.append(key)
@@ -154,26 +159,57 @@ def write_model(
             tflite.OperatorAddBuiltinOptions(builder, options)
         operator_offsets.append(tflite.OperatorEnd(builder))
 
-    def offsets_vector(start: Any, offsets: Sequence[int]) -> int:
-        start(builder, len(offsets))
-        for offset in reversed(offsets):
-            builder.PrependUOffsetTRelative(offset)
-        return builder.EndVector()
+    tensors_vector = _offsets_vector(builder, tflite.SubGraphStartTensorsVector, tensor_offsets)
+    operators_vector = _offsets_vector(
+        builder, tflite.SubGraphStartOperatorsVector, operator_offsets
+    )
+    inputs_vector = _vector(builder, np.asarray(graph.inputs, dtype=np.int32))
+    outputs_vector = _vector(builder, np.asarray(graph.outputs, dtype=np.int32))
+    name = builder.CreateString("main")
+    tflite.SubGraphStart(builder)
+    tflite.SubGraphAddTensors(builder, tensors_vector)
+    tflite.SubGraphAddOperators(builder, operators_vector)
+    tflite.SubGraphAddInputs(builder, inputs_vector)
+    tflite.SubGraphAddOutputs(builder, outputs_vector)
+    tflite.SubGraphAddName(builder, name)
+    return tflite.SubGraphEnd(builder), next_buffer
 
+
+def write_model(
+    tensors: Sequence[TensorSpec],
+    operators: Sequence[OperatorSpec],
+    inputs: Sequence[int],
+    outputs: Sequence[int],
+    subgraphs: int = 1,
+    more_subgraphs: Sequence[SubgraphSpec] = (),
+) -> bytes:
+    """The flatbuffer of a model with one subgraph (repeated `subgraphs` times, to test the
+    frontend's refusal of several), followed by `more_subgraphs`."""
+    graphs = [SubgraphSpec(tensors, operators, inputs, outputs)] * subgraphs
+    graphs += list(more_subgraphs)
+    builder = flatbuffers.Builder(1024)
+    # Buffers: 0 is the empty buffer; constant tensors get one each.
+    buffer_data = [None] + [t.data for g in graphs for t in g.tensors if t.data is not None]
+    buffers = []
+    for data in buffer_data:
+        vector = None
+        if data is not None:
+            raw = np.ascontiguousarray(data).astype(data.dtype.newbyteorder("<")).tobytes()
+            vector = _vector(builder, np.frombuffer(raw, dtype=np.uint8))
+        tflite.BufferStart(builder)
+        if vector is not None:
+            tflite.BufferAddData(builder, vector)
+        buffers.append(tflite.BufferEnd(builder))
+
+    next_buffer = 1
+    opcodes: list[tuple[str, str | None]] = []
     subgraph_offsets = []
-    for _ in range(subgraphs):
-        tensors_vector = offsets_vector(tflite.SubGraphStartTensorsVector, tensor_offsets)
-        operators_vector = offsets_vector(tflite.SubGraphStartOperatorsVector, operator_offsets)
-        inputs_vector = _vector(builder, np.asarray(inputs, dtype=np.int32))
-        outputs_vector = _vector(builder, np.asarray(outputs, dtype=np.int32))
-        name = builder.CreateString("main")
-        tflite.SubGraphStart(builder)
-        tflite.SubGraphAddTensors(builder, tensors_vector)
-        tflite.SubGraphAddOperators(builder, operators_vector)
-        tflite.SubGraphAddInputs(builder, inputs_vector)
-        tflite.SubGraphAddOutputs(builder, outputs_vector)
-        tflite.SubGraphAddName(builder, name)
-        subgraph_offsets.append(tflite.SubGraphEnd(builder))
+    for graph in graphs:
+        offset, next_buffer = _write_subgraph(builder, graph, next_buffer, opcodes)
+        subgraph_offsets.append(offset)
+
+    def offsets_vector(start: Any, offsets: Sequence[int]) -> int:
+        return _offsets_vector(builder, start, offsets)
 
     code_offsets = []
     for opcode, custom in opcodes:
