@@ -97,12 +97,9 @@ def tanh_of_cell_state(cell_scale_power: int) -> Int16Activation:
 
 @dataclass(frozen=True)
 class IntegerLstm:
-    """The int8 LSTM's parameters, all derived at import (TFLM's `Prepare`).
-
-    `input_bias` / `recurrent_bias` ([4, units] int32, gates in `GATES` order) are the gate
-    biases with the input and hidden-state zero points folded in (`bias - zp * sum(weights)`,
-    wrapped to int32 as the kernel's accumulator wraps); `input_scales` / `recurrent_scales`
-    requantise the two products into Q3.12."""
+    """The int8 LSTM's parameters, all derived at import (TFLM's `Prepare`), gates in `GATES`
+    order: `input_scales` / `recurrent_scales` requantise the two products of each gate into
+    Q3.12 (the zero points of the input and the hidden state are in `LstmWeights`' biases)."""
 
     input_scales: tuple[Multiplier, ...]
     recurrent_scales: tuple[Multiplier, ...]
@@ -140,8 +137,9 @@ class LstmShape:
 
 @dataclass(frozen=True)
 class LstmWeights:
-    """The constant symbols: input weights [4, units, features], recurrent weights [4, units,
-    units], biases [4, units] (int8: the folded `IntegerLstm` biases, both of them)."""
+    """The constant symbols, gates in `GATES` order: input weights [4, units, features],
+    recurrent weights [4, units, units], biases [4, units]. int8: two int32 biases with the
+    zero points of the input and of the hidden state folded in (`fold_zero_point`)."""
 
     input_weights: tuple[str, MemRefType]
     recurrent_weights: tuple[str, MemRefType]
@@ -161,7 +159,6 @@ def lstm(
     module: ModelModule,
     name: str,
     shape: LstmShape,
-    element: np.dtype,
     weights: LstmWeights,
     arithmetic: IntegerLstm | FloatLstm,
 ) -> None:

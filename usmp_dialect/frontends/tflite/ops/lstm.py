@@ -125,7 +125,7 @@ def unidirectional_sequence_lstm(context: OperatorContext) -> None:
                 fold_zero_point(recurrent_weights, None, hidden_q.zero_point),
             ),
         )
-        lstm(module, context.name, shape, dtype, symbols, arithmetic)
+        lstm(module, context.name, shape, symbols, arithmetic)
     else:
         if cell.dtype != FLOAT32:
             raise context.fail(f"the float LSTM's cell state is {cell.dtype.name}")
@@ -135,7 +135,7 @@ def unidirectional_sequence_lstm(context: OperatorContext) -> None:
             module.constant(f"{context.name}_bias", biases),
             None,
         )
-        lstm(module, context.name, shape, dtype, symbols, FloatLstm("tanh", cell_clip))
+        lstm(module, context.name, shape, symbols, FloatLstm("tanh", cell_clip))
     state_shape = (batches, units)
     context.call(
         [
