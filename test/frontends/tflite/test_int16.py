@@ -14,6 +14,7 @@ import tflite
 from usmp_dialect.testing import tflm
 from usmp_dialect.testing.tflite_writer import OperatorSpec, TensorSpec
 
+from . import test_data_movement as data_movement
 from .tflm_oracle import ModelSpec, assert_all_match
 
 pytestmark = [
@@ -139,3 +140,136 @@ def test_convolutions_16x8_match_tflm(tmp_path: Path) -> None:
         "dw_valid": convolution(7, depthwise=True, padding=VALID, stride=2, per_channel=False),
     }
     assert_all_match(models, tmp_path, sanitize=True)
+
+
+def test_data_movement_on_int16_matches_tflm(tmp_path: Path) -> None:
+    i16 = np.int16
+    models = {
+        "concat_channels": data_movement.concat_model(i16, [(1, 3, 4, 2), (1, 3, 4, 5)], 3),
+        "concat_batch": data_movement.concat_model(i16, [(3, 4), (1, 4), (2, 4)], 0),
+        "pad": data_movement.pad_model(i16, (1, 4, 5, 3), [(0, 0), (1, 2), (2, 1), (0, 0)]),
+        "pad_2d": data_movement.pad_model(i16, (3, 4), [(2, 1), (0, 3)]),
+        "strided": data_movement.slice_model(
+            i16, (1, 5, 4, 3), [0, -1, 3, 0], [1, 0, 0, 2], [1, -1, -2, 1], (1, 4, 2, 2)
+        ),
+        "slice": data_movement.slice_op_model(
+            i16, (2, 5, 4, 3), [1, 2, 0, 1], [1, -1, 3, 2], (1, 3, 3, 2)
+        ),
+        "transpose": data_movement.transpose_model(i16, (2, 3, 4), [2, 0, 1]),
+        "split": data_movement.split_model(i16, (1, 2, 3, 6), 3, [2, 2, 2], False),
+        "pack": data_movement.pack_model(i16, (3, 4), 2, 0),
+        "unpack": data_movement.unpack_model(i16, (3, 2, 4), 0),
+        "reshape": reshape(),
+    }
+    assert_all_match(models, tmp_path)
+
+
+def reshape() -> ModelSpec:
+    """RESHAPE then EXPAND_DIMS and SQUEEZE: views, the last one copied into the output."""
+    tensors = [
+        int16("x", (2, 12)),
+        TensorSpec("shape", np.int32, (3,), data=np.array([2, 3, 4], dtype=np.int32)),
+        int16("r", (2, 3, 4)),
+        TensorSpec("axis", np.int32, (1,), data=np.array([0], dtype=np.int32)),
+        int16("e", (1, 2, 3, 4)),
+        int16("y", (2, 3, 4)),
+    ]
+    operators = [
+        OperatorSpec("RESHAPE", [0, 1], [2]),
+        OperatorSpec("EXPAND_DIMS", [2, 3], [4]),
+        OperatorSpec("SQUEEZE", [4], [5], "SqueezeOptions", {}),
+    ]
+    return ModelSpec(tensors, operators, [0], [5])
+
+
+def pool(kind: str, stride: int, padding: int, activation: int = NONE) -> ModelSpec:
+    size, filter_size = (1, 9, 8, 3), (3, 3)
+    out = [
+        (n + stride - 1) // stride if padding == SAME else (n + stride - 3) // stride
+        for n in size[1:3]
+    ]
+    tensors = [int16("x", size), int16("y", (1, *out, 3))]
+    fields = {
+        "Padding": padding,
+        "StrideH": stride,
+        "StrideW": stride,
+        "FilterHeight": filter_size[0],
+        "FilterWidth": filter_size[1],
+        "FusedActivationFunction": activation,
+    }
+    return ModelSpec(tensors, [OperatorSpec(kind, [0], [1], "Pool2DOptions", fields)], [0], [1])
+
+
+def test_pooling_on_int16_matches_tflm(tmp_path: Path) -> None:
+    models = {
+        "average": pool("AVERAGE_POOL_2D", 2, SAME),
+        "average_relu": pool("AVERAGE_POOL_2D", 1, VALID, RELU6),
+        "max": pool("MAX_POOL_2D", 2, SAME),
+        "max_relu": pool("MAX_POOL_2D", 1, VALID, RELU),
+    }
+    assert_all_match(models, tmp_path)
+
+
+def binary(
+    opcode: str,
+    scales: tuple[float, float, float],
+    lhs: tuple[int, ...] = (2, 3, 4),
+    rhs: tuple[int, ...] = (2, 3, 4),
+    activation: int = NONE,
+    constant: bool = False,
+) -> ModelSpec:
+    rng = np.random.default_rng(len(opcode) + len(rhs))
+    output = tuple(max(a, b) for a, b in zip(lhs, rhs, strict=True))
+    second = int16("b", rhs, scales[1])
+    if constant:
+        second.data = rng.integers(-32768, 32768, size=rhs, dtype=np.int16)
+    tensors = [int16("a", lhs, scales[0]), second, int16("y", output, scales[2])]
+    options = {"ADD": "AddOptions", "SUB": "SubOptions", "MUL": "MulOptions"}[opcode]
+    fields = {"FusedActivationFunction": activation}
+    op = OperatorSpec(opcode, [0, 1], [2], options, fields)
+    return ModelSpec(tensors, [op], [0] if constant else [0, 1], [2])
+
+
+def test_add_sub_mul_on_int16_match_tflm(tmp_path: Path) -> None:
+    models = {
+        "add": binary("ADD", (1 / 4096, 1 / 2048, 1 / 1024)),
+        "add_broadcast": binary("ADD", (0.001, 0.0003, 0.002), rhs=(1, 3, 1), activation=RELU),
+        "add_constant": binary("ADD", (1 / 4096, 1 / 4096, 1 / 4096), constant=True),
+        "sub": binary("SUB", (1 / 4096, 1 / 8192, 1 / 4096)),
+        "sub_broadcast": binary("SUB", (0.002, 0.0005, 0.001), lhs=(2, 1, 4), activation=RELU6),
+        "mul": binary("MUL", (1 / 4096, 1 / 4096, 1 / 1024)),
+        "mul_broadcast": binary("MUL", (0.01, 0.002, 0.3), rhs=(1, 1, 4), activation=RELU),
+    }
+    assert_all_match(models, tmp_path)
+
+
+def convert(
+    source: type, target: type, source_scale: float = 1.0, target_scale: float = 1.0
+) -> ModelSpec:
+    """QUANTIZE from `source` to `target` (or DEQUANTIZE to float32)."""
+    shape = (3, 50)
+
+    def tensor(name: str, dtype: type, scale: float, zero_point: int) -> TensorSpec:
+        if dtype is np.float32:
+            return TensorSpec(name, np.float32, shape)
+        return TensorSpec(name, dtype, shape, scales=[scale], zero_points=[zero_point])
+
+    zero = {np.int8: -5, np.int16: 0, np.float32: 0}
+    tensors = [
+        tensor("x", source, source_scale, zero[source]),
+        tensor("y", target, target_scale, zero[target]),
+    ]
+    opcode = "DEQUANTIZE" if target is np.float32 else "QUANTIZE"
+    return ModelSpec(tensors, [OperatorSpec(opcode, [0], [1])], [0], [1])
+
+
+def test_quantize_and_dequantize_int16_match_tflm(tmp_path: Path) -> None:
+    models = {
+        # float inputs are standard normal: values beyond 2 saturate at this scale
+        "from_float": convert(np.float32, np.int16, target_scale=1 / 16384),
+        "int8_to_int16": convert(np.int8, np.int16, 0.05, 1 / 4096),
+        "int16_to_int8": convert(np.int16, np.int8, 1 / 4096, 0.01),
+        "int16_to_int16": convert(np.int16, np.int16, 1 / 4096, 1 / 1000),
+        "dequantize": convert(np.int16, np.float32, 1 / 4096),
+    }
+    assert_all_match(models, tmp_path)
