@@ -252,10 +252,10 @@ class RequantizeEmitter:
             reduced = np.array([reduced_multiplier(int(m)) for m in params.multipliers])
             self.wide_tables = (
                 kernel.get_global(
-                    *module.constant(f"{prefix}_reduced_multiplier", reduced.astype(np.int64))
+                    *module.constant(f"{prefix}_reduced_multiplier", reduced.astype(np.int32))
                 ),
                 kernel.get_global(
-                    *module.constant(f"{prefix}_total_shift", (15 - params.shifts.astype(np.int64)))
+                    *module.constant(f"{prefix}_total_shift", (15 - params.shifts).astype(np.int32))
                 ),
             )
         elif params.per_channel:
@@ -283,12 +283,12 @@ class RequantizeEmitter:
                 return emit_multiply_by_quantized_multiplier_64(
                     kernel, accumulator, reduced_multiplier(multiplier), 15 - shift
                 )
-            reduced, total_shift = self.wide_tables
+            reduced, total_shift = self.wide_tables  # int32 tables, widened when read
             return emit_multiply_by_quantized_multiplier_64(
                 kernel,
                 accumulator,
-                kernel.load(reduced, [channel]),
-                kernel.load(total_shift, [channel]),
+                kernel.cast(kernel.load(reduced, [channel]), i64),
+                kernel.cast(kernel.load(total_shift, [channel]), i64),
             )
         if self.tables is None:
             return emit_multiply_by_quantized_multiplier(

@@ -4,7 +4,9 @@ inputs over the whole int16 range (so saturating sums and clamps are exercised).
 
 from __future__ import annotations
 
+import json
 import shutil
+import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -12,7 +14,9 @@ import pytest
 import tflite
 
 from usmp_dialect.testing import tflm
+from usmp_dialect.testing.harness import STRICT_FLAGS
 from usmp_dialect.testing.tflite_writer import OperatorSpec, TensorSpec
+from usmp_dialect.validation.host import PREFIX, compile_model
 
 from . import test_data_movement as data_movement
 from .tflm_oracle import ModelSpec, assert_all_match
@@ -273,3 +277,100 @@ def test_quantize_and_dequantize_int16_match_tflm(tmp_path: Path) -> None:
         "dequantize": convert(np.int16, np.float32, 1 / 4096),
     }
     assert_all_match(models, tmp_path)
+
+
+def chain() -> ModelSpec:
+    """A small 16x8 network: float input quantised to int16, CONV_2D, DEPTHWISE_CONV_2D, ADD of
+    the two (a residual), MAX_POOL_2D, RESHAPE, FULLY_CONNECTED, and both the int16 logits
+    and their DEQUANTIZE as outputs."""
+    rng = np.random.default_rng(11)
+    scale = 1 / 4096
+
+    def filters(name: str, shape: tuple[int, ...], axis: int) -> TensorSpec:
+        channels = shape[axis]
+        data = rng.integers(-127, 128, size=shape, dtype=np.int8)
+        scales = list(rng.uniform(0.003, 0.01, channels))
+        return TensorSpec(
+            name, np.int8, shape, data=data, scales=scales, zero_points=[0] * channels, axis=axis
+        )
+
+    def biases(name: str, count: int) -> TensorSpec:
+        values = rng.integers(-50_000, 50_000, size=count).astype(np.int64)
+        return TensorSpec(name, np.int64, (count,), data=values, scales=[1e-6] * count)
+
+    tensors = [
+        TensorSpec("image", np.float32, (1, 8, 8, 2)),  # 0
+        int16("q", (1, 8, 8, 2), scale),  # 1
+        filters("conv_w", (4, 3, 3, 2), 0),  # 2
+        biases("conv_b", 4),  # 3
+        int16("conv", (1, 8, 8, 4), 0.002),  # 4
+        filters("dw_w", (1, 3, 3, 4), 3),  # 5
+        biases("dw_b", 4),  # 6
+        int16("dw", (1, 8, 8, 4), 0.003),  # 7
+        int16("sum", (1, 8, 8, 4), 0.004),  # 8
+        int16("pooled", (1, 4, 4, 4), 0.004),  # 9
+        TensorSpec("shape", np.int32, (2,), data=np.array([1, 64], dtype=np.int32)),  # 10
+        int16("flat", (1, 64), 0.004),  # 11
+        filters("fc_w", (10, 64), 0),  # 12
+        biases("fc_b", 10),  # 13
+        int16("logits", (1, 10), 0.01),  # 14
+        TensorSpec("probabilities", np.float32, (1, 10)),  # 15
+    ]
+    convolution_fields = {
+        "Padding": SAME,
+        "StrideH": 1,
+        "StrideW": 1,
+        "FusedActivationFunction": RELU,
+        "DilationHFactor": 1,
+        "DilationWFactor": 1,
+    }
+    pool_fields = {
+        "Padding": VALID,
+        "StrideH": 2,
+        "StrideW": 2,
+        "FilterHeight": 2,
+        "FilterWidth": 2,
+        "FusedActivationFunction": NONE,
+    }
+    operators = [
+        OperatorSpec("QUANTIZE", [0], [1]),
+        OperatorSpec("CONV_2D", [1, 2, 3], [4], "Conv2DOptions", convolution_fields),
+        OperatorSpec(
+            "DEPTHWISE_CONV_2D",
+            [4, 5, 6],
+            [7],
+            "DepthwiseConv2DOptions",
+            {**convolution_fields, "DepthMultiplier": 1, "FusedActivationFunction": NONE},
+        ),
+        OperatorSpec("ADD", [4, 7], [8], "AddOptions", {"FusedActivationFunction": NONE}),
+        OperatorSpec("MAX_POOL_2D", [8], [9], "Pool2DOptions", pool_fields),
+        OperatorSpec("RESHAPE", [9, 10], [11]),
+        OperatorSpec("FULLY_CONNECTED", [11, 12, 13], [14], "FullyConnectedOptions", {}),
+        OperatorSpec("DEQUANTIZE", [14], [15]),
+    ]
+    return ModelSpec(tensors, operators, [0], [14, 15])
+
+
+def test_a_16x8_network_matches_tflm_under_the_sanitizers_within_its_arena(
+    tmp_path: Path,
+) -> None:
+    """The chain end to end through the C backend, built with ASan and UBSan, inputs and
+    outputs in the workspace: bit for bit with TFLM, a workspace no larger than TFLM's arena
+    head, and the header describing the int16 output (type, scale, zero point)."""
+    model = tmp_path / "chain.tflite"
+    data = chain().model()
+    model.write_bytes(data)
+    report = tmp_path / "plan.json"
+    compiled = compile_model(model, tmp_path, workspace_io=True, sanitize=True, report=report)
+    tflm.compare(compiled, data, range(4))
+    pools = json.loads(report.read_text())["pools"]
+    (workspace,) = [pool for pool in pools if pool["kind"] == "workspace"]
+    assert workspace["size_bytes"] <= tflm.arena(model).head_bytes
+    header = (tmp_path / f"{PREFIX}.h").read_text()
+    stem = f"{PREFIX.upper()}_OUTPUT_LOGITS"
+    assert f"#define {stem}_DTYPE int16_t" in header
+    assert f"#define {stem}_SCALE 0.01f" in header
+    assert f"#define {stem}_ZERO_POINT 0" in header
+    source = tmp_path / f"{PREFIX}.c"  # the embedded warning set, beyond the harness's
+    strict = [*STRICT_FLAGS, "-c", str(source), "-o", str(tmp_path / "strict.o")]
+    subprocess.run(["gcc", *strict], check=True, capture_output=True)
