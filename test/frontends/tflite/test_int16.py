@@ -374,3 +374,21 @@ def test_a_16x8_network_matches_tflm_under_the_sanitizers_within_its_arena(
     source = tmp_path / f"{PREFIX}.c"  # the embedded warning set, beyond the harness's
     strict = [*STRICT_FLAGS, "-c", str(source), "-o", str(tmp_path / "strict.o")]
     subprocess.run(["gcc", *strict], check=True, capture_output=True)
+
+
+def softmax(shape: tuple[int, ...], input_scale: float, beta: float = 1.0) -> ModelSpec:
+    tensors = [int16("x", shape, input_scale), int16("y", shape, 1 / 32768)]
+    op = OperatorSpec("SOFTMAX", [0], [1], "SoftmaxOptions", {"Beta": beta})
+    return ModelSpec(tensors, [op], [0], [1])
+
+
+def test_softmax_int16_matches_tflm(tmp_path: Path) -> None:
+    """Input scales from a range of a few units (most differences inside the `exp` table's
+    [-10, 0]) to one of hundreds (most beyond it), over long and short rows."""
+    models = {
+        "narrow": softmax((3, 40), 1 / 8192),
+        "wide": softmax((2, 10), 0.01),
+        "beta": softmax((1, 4, 25), 1 / 2048, beta=0.7),
+        "single": softmax((5, 1), 1 / 4096),
+    }
+    assert_all_match(models, tmp_path)
