@@ -392,3 +392,18 @@ def test_softmax_int16_matches_tflm(tmp_path: Path) -> None:
         "single": softmax((5, 1), 1 / 4096),
     }
     assert_all_match(models, tmp_path)
+
+
+def test_mean_and_sum_on_int16_match_tflm(tmp_path: Path) -> None:
+    i16 = np.int16
+    requantised = {"scales": [0.0007], "zero_points": [0]}
+    models = {
+        "spatial_keep": data_movement.mean_model(i16, (1, 5, 6, 4), [1, 2], True),
+        "spatial_requantised": data_movement.mean_model(
+            i16, (1, 7, 3, 5), [1, 2], True, requantised
+        ),
+        "last": data_movement.mean_model(i16, (2, 3, 10), [-1], False, requantised),
+        "all": data_movement.mean_model(i16, (4, 6), [0, 1], True),
+        "sum": data_movement.mean_model(i16, (2, 3, 5), [-1], False, {"scales": [0.004]}, "SUM"),
+    }
+    assert_all_match(models, tmp_path)
