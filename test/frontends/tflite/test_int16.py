@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -15,6 +16,7 @@ import tflite
 
 from usmp_dialect.testing import tflm
 from usmp_dialect.testing.harness import STRICT_FLAGS
+from usmp_dialect.testing.import_errors import assert_refused_in_one_line
 from usmp_dialect.testing.tflite_writer import OperatorSpec, TensorSpec
 from usmp_dialect.validation.host import PREFIX, compile_model
 
@@ -407,3 +409,56 @@ def test_mean_and_sum_on_int16_match_tflm(tmp_path: Path) -> None:
         "sum": data_movement.mean_model(i16, (2, 3, 5), [-1], False, {"scales": [0.004]}, "SUM"),
     }
     assert_all_match(models, tmp_path)
+
+
+def _with_zero_point(spec: ModelSpec, position: int, zero_point: int) -> ModelSpec:
+    spec.tensors[position] = replace(spec.tensors[position], zero_points=[zero_point])
+    return spec
+
+
+def _with_bias(spec: ModelSpec, dtype: type) -> ModelSpec:
+    bias = spec.tensors[2]
+    assert bias.data is not None
+    spec.tensors[2] = replace(bias, dtype=dtype, data=bias.data.astype(dtype))
+    return spec
+
+
+REFUSED = {
+    "zero point": (
+        lambda: _with_zero_point(convolution(0), 0, 3),
+        "CONV_2D (operator 0): the int16 tensor 'x' (index 0) has zero point 3; 16x8 "
+        "quantisation needs zero point 0",
+    ),
+    "depthwise int32 bias": (
+        lambda: _with_bias(convolution(0, depthwise=True), np.int32),
+        "DEPTHWISE_CONV_2D (operator 0): a 16x8 depthwise convolution needs an int64 bias",
+    ),
+    "softmax scale": (
+        lambda: ModelSpec(
+            [int16("x", (1, 8)), int16("y", (1, 8), 1 / 256)],
+            [OperatorSpec("SOFTMAX", [0], [1], "SoftmaxOptions", {"Beta": 1.0})],
+            [0],
+            [1],
+        ),
+        "int16 softmax needs the output scale 1/32768 and zero point 0",
+    ),
+    "logistic": (
+        lambda: ModelSpec(
+            [int16("x", (1, 8)), int16("y", (1, 8), 1 / 32768)],
+            [OperatorSpec("LOGISTIC", [0], [1])],
+            [0],
+            [1],
+        ),
+        "unsupported: operator LOGISTIC on int16 (tensors 'x', 'y' of operator 0)",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(REFUSED))
+def test_16x8_models_outside_tflms_arithmetic_are_refused_in_one_line(
+    case: str, tmp_path: Path
+) -> None:
+    make, expected = REFUSED[case]
+    path = tmp_path / "model.tflite"
+    path.write_bytes(make().model())
+    assert_refused_in_one_line(path, expected)
