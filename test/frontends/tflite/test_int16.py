@@ -462,3 +462,19 @@ def test_16x8_models_outside_tflms_arithmetic_are_refused_in_one_line(
     path = tmp_path / "model.tflite"
     path.write_bytes(make().model())
     assert_refused_in_one_line(path, expected)
+
+
+def test_usmp_validate_compares_int16_inputs_and_outputs_bit_for_bit(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """A 16x8 fully connected layer with an int16 input and output, as a user validates it."""
+    from usmp_dialect.tools.usmp_validate import main
+
+    model = tmp_path / "dense16.tflite"
+    model.write_bytes(fully_connected(5, per_channel=True).model())
+    with pytest.raises(SystemExit) as exit_info:
+        main([str(model), "--inputs", "3"])
+    out = capsys.readouterr().out
+    assert exit_info.value.code in (0, None), out
+    assert "output y (int16 2x7): bit-exact" in out
+    assert out.splitlines()[-1] == "PASS"
