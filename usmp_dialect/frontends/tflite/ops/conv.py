@@ -145,7 +145,7 @@ def _folded(
     """int8 arithmetic with the input offset folded into a second bias table."""
     if not isinstance(arithmetic, QuantizedConv) or arithmetic.filter_offset != 0:
         return arithmetic
-    if arithmetic.input_offset == 0:  # nothing to fold (16x8: zero points 0)
+    if arithmetic.accumulator != i32:  # 16x8 with an int64 bias: zero points 0, nothing to fold
         return arithmetic
     folded = fold_input_offset(weights, bias, arithmetic.input_offset, depthwise)
     symbol = context.module.constant(f"{context.name}_folded_bias", folded)
