@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from xdsl.dialects.builtin import IntegerType, MemRefType, f32, i32
+from xdsl.dialects.builtin import IntegerType, MemRefType, f32, i32, i64
 from xdsl.ir import Attribute
 
 from usmp_dialect.kernels.builder import KernelBuilder, Value, finish, function
@@ -42,12 +42,25 @@ class QuantizedConv:
     `folded_bias` (see `fold_input_offset`), when given, is the bias plus `input_offset` times
     each output channel's filter sum: where the whole window lies in the input, the kernel
     computes `acc += x * w` from it, the same int32 sum modulo 2**32 with one operation less
-    per multiply-accumulate (CMSIS-NN's trick; only with `filter_offset == 0`)."""
+    per multiply-accumulate (CMSIS-NN's trick; only with `filter_offset == 0`).
+
+    `accumulator`: the type the products are summed in, i32 (int8) or, for TFLite's 16x8
+    kernels with an int64 bias, i64 (each product is still an int32, as TFLM computes it)."""
 
     input_offset: int
     requantization: Requantization
     filter_offset: int = 0
     folded_bias: tuple[str, MemRefType] | None = None
+    accumulator: IntegerType = i32
+
+
+def accumulate_product(
+    kernel: KernelBuilder, total: Value, product: Value, arithmetic: QuantizedConv | FloatActivation
+) -> Value:
+    """`total + product`, the int32 product widened first when the accumulator is 64-bit."""
+    if isinstance(arithmetic, QuantizedConv) and arithmetic.accumulator == i64:
+        product = kernel.cast(product, i64)
+    return kernel.add(total, product)
 
 
 def fold_input_offset(
@@ -212,7 +225,7 @@ def conv2d(
     op, kernel, (source, target) = function(name, [("input", input_type), ("output", output_type)])
     weights = kernel.get_global(*filters)
     quantized = isinstance(arithmetic, QuantizedConv)
-    accumulator_type = i32 if quantized else f32
+    accumulator_type = arithmetic.accumulator if isinstance(arithmetic, QuantizedConv) else f32
     element = output_type.element_type
     requantize = (
         RequantizeEmitter(module, kernel, name, arithmetic.requantization)
@@ -270,7 +283,7 @@ def conv2d(
                         (in_y,), (in_x,) = in_ys, in_xs
                         x = widened(kernel.load(source, [batch, in_y, in_x, in_c]), input_offset)
                         w = widened(kernel.load(weights, [0, ky, kx, out_c]), filter_offset)
-                        return [kernel.add(acc_x[0], kernel.mul(x, w))]
+                        return [accumulate_product(kernel, acc_x[0], kernel.mul(x, w), arithmetic)]
 
                     def over_c(ic: Value, acc_c: Sequence[Value]) -> list[Value]:
                         xs = [
@@ -283,7 +296,7 @@ def conv2d(
                         ]
                         products = [kernel.mul(x, w) for x in xs for w in ws]
                         return [
-                            kernel.add(partial, product)
+                            accumulate_product(kernel, partial, product, arithmetic)
                             for partial, product in zip(acc_c, products, strict=True)
                         ]
 

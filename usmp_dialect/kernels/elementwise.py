@@ -1,5 +1,7 @@
-"""Elementwise kernels: binary ADD, SUB, MUL with NumPy broadcasting (int8 and float32), and
-unary QUANTIZE, DEQUANTIZE, int8 requantisation, table lookups and float LOGISTIC / TANH.
+"""Elementwise kernels: binary ADD, SUB, MUL with NumPy broadcasting (int8, int16 and float32),
+and unary QUANTIZE, DEQUANTIZE, int8/int16 requantisation, table lookups and float LOGISTIC /
+TANH. Integer results are clamped to their output's type and range (int16: TFLite's 16x8
+kernels, the same arithmetic with ADD's inputs shifted left by 15 instead of 20).
 
 Written as TFLite's reference kernels compute them, one output element at a time in
 registers: `reference_integer_ops::AddFunc` (both inputs shifted left by 20, scaled to twice
@@ -22,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from xdsl.dialects import math
-from xdsl.dialects.builtin import MemRefType, f32, i8, i32
+from xdsl.dialects.builtin import IntegerType, MemRefType, f32, i32
 from xdsl.ir import Attribute
 
 from usmp_dialect.kernels.builder import INDEX, KernelBuilder, Value, finish, function
@@ -131,7 +133,9 @@ class Operand:
     constant: str | None = None
 
 
-def _combine(kernel: KernelBuilder, arithmetic: BinaryArithmetic, x: Value, y: Value) -> Value:
+def _combine(
+    kernel: KernelBuilder, arithmetic: BinaryArithmetic, x: Value, y: Value, element: Attribute
+) -> Value:
     if isinstance(arithmetic, FloatBinary):
         operation = {
             "add": kernel.add,
@@ -166,7 +170,7 @@ def _combine(kernel: KernelBuilder, arithmetic: BinaryArithmetic, x: Value, y: V
         )
     result = kernel.add(scaled, arithmetic.output_offset)
     return kernel.cast(
-        kernel.clamp(result, arithmetic.activation_min, arithmetic.activation_max), i8
+        kernel.clamp(result, arithmetic.activation_min, arithmetic.activation_max), element
     )
 
 
@@ -202,7 +206,8 @@ def binary(
             )
             for source, shape in zip(sources, shapes, strict=True)
         )
-        kernel.store(_combine(kernel, arithmetic, x, y), target, ivs)
+        result = _combine(kernel, arithmetic, x, y, output_type.element_type)
+        kernel.store(result, target, ivs)
 
     kernel.loops(output_type.get_shape(), body)
     finish(kernel)
@@ -214,9 +219,9 @@ def binary(
 
 @dataclass(frozen=True)
 class Quantize:
-    """float32 -> int8, `AffineQuantize`: `clamp(round(x / scale) + zero_point)`, halves away
-    from zero (or to even: ONNX's QuantizeLinear). Quotients beyond ±2**30 saturate (TFLite's
-    cast to int32 is undefined there)."""
+    """float32 -> int8 (int16), `AffineQuantize`: `clamp(round(x / scale) + zero_point)`,
+    halves away from zero (or to even: ONNX's QuantizeLinear). Quotients beyond ±2**30
+    saturate (TFLite's cast to int32 is undefined there)."""
 
     scale: float
     zero_point: int
@@ -225,7 +230,7 @@ class Quantize:
 
 @dataclass(frozen=True)
 class Dequantize:
-    """int8 -> float32: `scale * (q - zero_point)` in float."""
+    """int8 (int16) -> float32: `scale * (q - zero_point)` in float."""
 
     scale: float
     zero_point: int
@@ -233,7 +238,7 @@ class Dequantize:
 
 @dataclass(frozen=True)
 class Requantize:
-    """int8 -> int8, `reference_ops::Requantize`."""
+    """int8/int16 -> int8/int16, `reference_ops::Requantize`."""
 
     input_zero_point: int
     multiplier: int
@@ -291,7 +296,11 @@ def _float_function(kernel: KernelBuilder, kind: str, x: Value) -> Value:
 
 
 def _unary_element(
-    module: ModelModule, name: str, kernel: KernelBuilder, arithmetic: UnaryArithmetic
+    module: ModelModule,
+    name: str,
+    kernel: KernelBuilder,
+    arithmetic: UnaryArithmetic,
+    output_element: Attribute,
 ) -> Callable[[Value], Value]:
     """The scalar computation of `arithmetic` (tables are loaded once, at the entry)."""
     if isinstance(arithmetic, Lookup):
@@ -312,11 +321,16 @@ def _unary_element(
             arithmetic.scale,
         )
 
-    def to_int8(value: Value, zero_point: int) -> Value:
-        return kernel.cast(kernel.clamp(kernel.add(value, zero_point), -128, 127), i8)
+    assert isinstance(output_element, IntegerType)
+    bits = output_element.width.data
+    lowest, highest = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+
+    def to_integer(value: Value, zero_point: int) -> Value:
+        clamped = kernel.clamp(kernel.add(value, zero_point), lowest, highest)
+        return kernel.cast(clamped, output_element)
 
     if isinstance(arithmetic, Requantize):
-        return lambda x: to_int8(
+        return lambda x: to_integer(
             emit_multiply_by_quantized_multiplier(
                 kernel,
                 kernel.sub(kernel.cast(x, i32), arithmetic.input_zero_point),
@@ -334,7 +348,7 @@ def _unary_element(
         # NaN compares false: it takes the lower bound, as x86 converts it (to INT32_MIN)
         low = kernel.select(kernel.cmp("gt", rounded, -_QUANTIZE_BOUND), rounded, -_QUANTIZE_BOUND)
         bounded = kernel.select(kernel.cmp("lt", low, _QUANTIZE_BOUND), low, _QUANTIZE_BOUND)
-        return to_int8(kernel.cast(bounded, i32), arithmetic.zero_point)
+        return to_integer(kernel.cast(bounded, i32), arithmetic.zero_point)
 
     return quantize
 
@@ -355,7 +369,7 @@ def unary(
             ("output", MemRefType(output_element, [size])),
         ],
     )
-    element = _unary_element(module, name, kernel, arithmetic)
+    element = _unary_element(module, name, kernel, arithmetic, output_element)
     kernel.loops([size], lambda ivs: kernel.store(element(kernel.load(source, ivs)), target, ivs))
     finish(kernel)
     module.add(op)

@@ -43,6 +43,22 @@ def quantize_multiplier(real_multiplier: float) -> tuple[int, int]:
     return fixed, shift
 
 
+def reduced_multiplier(multiplier: int) -> int:
+    """The 16-bit multiplier TFLite's 64-bit `MultiplyByQuantizedMultiplier(int64_t x, ...)`
+    rounds a Q0.31 multiplier to (0x7FFF when rounding would overflow it)."""
+    return (multiplier + (1 << 15)) >> 16 if multiplier < 0x7FFF0000 else 0x7FFF
+
+
+def multiply_by_quantized_multiplier_64_reference(value: int, multiplier: int, shift: int) -> int:
+    """TFLite's `MultiplyByQuantizedMultiplier(int64_t x, int32_t multiplier, int shift)`:
+    `(x * reduced + 2**(total_shift - 1)) >> total_shift`, total_shift = 15 - shift, the
+    result truncated to int32 as C's conversion does."""
+    total_shift = 15 - shift
+    return wrap32(
+        (value * reduced_multiplier(multiplier) + (1 << (total_shift - 1))) >> total_shift
+    )
+
+
 def float32(value: float) -> float:
     """`value` rounded to single precision, as a C++ `float` holds it."""
     return float(np.float32(value))
@@ -205,6 +221,22 @@ def emit_rounding_divide_by_pot(
     threshold = kernel.add(half, kernel.select(kernel.cmp("slt", value, 0), 1, 0, i32))
     rounded_up = kernel.select(kernel.cmp("sgt", remainder, threshold), 1, 0, i32)
     return kernel.add(kernel.shr(value, exponent), rounded_up)
+
+
+def emit_multiply_by_quantized_multiplier_64(
+    kernel: KernelBuilder, value: Value, reduced: Value | int, total_shift: Value | int
+) -> Value:
+    """TFLite's `MultiplyByQuantizedMultiplier(int64_t x, ...)` of the i64 `value`, given the
+    `reduced_multiplier` and `total_shift = 15 - shift` (constants, or i64 values read from
+    per-channel tables): one 64-bit multiply, a rounding add and a shift, truncated to i32."""
+    if isinstance(total_shift, int):
+        rounding: Value | int = 1 << (total_shift - 1)
+    else:
+        rounding = kernel.shl(kernel.constant(1, i64), kernel.sub(total_shift, 1))
+    product = kernel.mul(
+        value, reduced if isinstance(reduced, Value) else kernel.constant(reduced, i64)
+    )
+    return kernel.cast(kernel.shr(kernel.add(product, rounding), total_shift), i32)
 
 
 def emit_multiply_by_quantized_multiplier(

@@ -7,7 +7,12 @@ from __future__ import annotations
 from xdsl.dialects.builtin import MemRefType, f32, i32
 
 from usmp_dialect.kernels.builder import Value, finish, function
-from usmp_dialect.kernels.conv import FloatActivation, QuantizedConv, accumulated_output
+from usmp_dialect.kernels.conv import (
+    FloatActivation,
+    QuantizedConv,
+    accumulate_product,
+    accumulated_output,
+)
 from usmp_dialect.kernels.module import ModelModule, RequantizeEmitter
 
 
@@ -25,7 +30,6 @@ def fully_connected(
     _, units = output_type.get_shape()
     op, kernel, (source, target) = function(name, [("input", input_type), ("output", output_type)])
     weights = kernel.get_global(*filters)
-    quantized = isinstance(arithmetic, QuantizedConv)
     requantize = (
         RequantizeEmitter(module, kernel, name, arithmetic.requantization)
         if isinstance(arithmetic, QuantizedConv)
@@ -54,10 +58,11 @@ def fully_connected(
                 if not folded:
                     x = kernel.add(x, arithmetic.input_offset)
                     w = kernel.add(w, arithmetic.filter_offset)
-                return [kernel.add(acc[0], kernel.mul(w, x))]
+                return [accumulate_product(kernel, acc[0], kernel.mul(w, x), arithmetic)]
             return [kernel.add(acc[0], kernel.mul(x, w))]
 
-        zero = kernel.constant(0, i32 if quantized else f32)
+        accumulator = arithmetic.accumulator if isinstance(arithmetic, QuantizedConv) else f32
+        zero = kernel.constant(0, accumulator)
         (total,) = kernel.loop(0, depth, over_depth, [zero])
         result = accumulated_output(
             kernel, total, unit, bias_value, requantize, arithmetic, element

@@ -42,8 +42,10 @@ from usmp_dialect.dialects.usmp import (
 from usmp_dialect.kernels.builder import KernelBuilder, Value, dense
 from usmp_dialect.kernels.fixed_point import (
     emit_multiply_by_quantized_multiplier,
+    emit_multiply_by_quantized_multiplier_64,
     emit_rounding_divide_by_pot,
     emit_saturating_rounding_doubling_high_mul,
+    reduced_multiplier,
 )
 
 _ELEMENT_TYPES: dict[np.dtype, Attribute] = {
@@ -230,13 +232,16 @@ def load_constant(kernel: KernelBuilder, symbol: tuple[str, MemRefType]) -> Valu
 @dataclass(frozen=True, eq=False)
 class Requantization:
     """int32 accumulator -> int8/int16 output, per output channel (or one for all):
-    `clamp(MultiplyByQuantizedMultiplier(acc, multiplier, shift) + zero_point, min, max)`."""
+    `clamp(MultiplyByQuantizedMultiplier(acc, multiplier, shift) + zero_point, min, max)`.
+    `wide`: the accumulator is an int64 (TFLite's 16x8 kernels with an int64 bias), scaled by
+    the 64-bit `MultiplyByQuantizedMultiplier` (a 16-bit reduced multiplier, one rounding)."""
 
     multipliers: np.ndarray  # int32 [channels] or [1]
     shifts: np.ndarray  # int32, TFLite's convention (positive = left)
     output_zero_point: int
     activation_min: int
     activation_max: int
+    wide: bool = False
 
     @property
     def per_channel(self) -> bool:
@@ -253,7 +258,18 @@ class RequantizeEmitter:
         self.kernel = kernel
         self.params = params
         self.tables: tuple[Value, Value, Value | None] | None = None
-        if params.per_channel:
+        self.wide_tables: tuple[Value, Value] | None = None
+        if params.per_channel and params.wide:
+            reduced = np.array([reduced_multiplier(int(m)) for m in params.multipliers])
+            self.wide_tables = (
+                kernel.get_global(
+                    *module.constant(f"{prefix}_reduced_multiplier", reduced.astype(np.int32))
+                ),
+                kernel.get_global(
+                    *module.constant(f"{prefix}_total_shift", (15 - params.shifts).astype(np.int32))
+                ),
+            )
+        elif params.per_channel:
             shifts = params.shifts.astype(np.int32)
             multipliers = kernel.get_global(
                 *module.constant(f"{prefix}_multiplier", params.multipliers.astype(np.int32))
@@ -269,8 +285,22 @@ class RequantizeEmitter:
             self.tables = (multipliers, right, left)
 
     def scale(self, accumulator: Value, channel: Value) -> Value:
-        """MultiplyByQuantizedMultiplier of the i32 `accumulator` for output `channel`."""
+        """MultiplyByQuantizedMultiplier of the i32 (i64 when `wide`) `accumulator` for output
+        `channel`."""
         kernel = self.kernel
+        if self.params.wide:
+            if self.wide_tables is None:
+                multiplier, shift = int(self.params.multipliers[0]), int(self.params.shifts[0])
+                return emit_multiply_by_quantized_multiplier_64(
+                    kernel, accumulator, reduced_multiplier(multiplier), 15 - shift
+                )
+            reduced, total_shift = self.wide_tables  # int32 tables, widened when read
+            return emit_multiply_by_quantized_multiplier_64(
+                kernel,
+                accumulator,
+                kernel.cast(kernel.load(reduced, [channel]), i64),
+                kernel.cast(kernel.load(total_shift, [channel]), i64),
+            )
         if self.tables is None:
             return emit_multiply_by_quantized_multiplier(
                 kernel, accumulator, int(self.params.multipliers[0]), int(self.params.shifts[0])

@@ -7,7 +7,7 @@ the order of the operations is the same: the reduced axes in row-major order). T
   input and output quantisations are equal (its rounding differs from the truncating
   `reference_ops::Mean`): `MultiplyByQuantizedMultiplier(sum - zp_in * count)` with the
   multiplier `scale_in / scale_out` (for MEAN folded with `1 / count`, `mean_multiplier`),
-  plus the output zero point, clamped to int8;
+  plus the output zero point, clamped to the output type (int8, or int16 for 16x8 models);
 * REDUCE_MAX: the largest element (`in > current ? in : current`, from the lowest value);
   int8 keeps the quantisation (TFLite requires equal input and output parameters).
 """
@@ -102,7 +102,9 @@ def reduce(
             offset = kernel.sub(total, wrap32(quantized.input_zero_point * count))
             scaled = emit_multiply_by_quantized_multiplier(kernel, offset, multiplier, shift)
             shifted = kernel.add(scaled, quantized.output_zero_point)
-            result = kernel.cast(kernel.clamp(shifted, -128, 127), element)
+            assert isinstance(element, IntegerType)
+            lowest, highest = -(1 << (element.width.data - 1)), (1 << (element.width.data - 1)) - 1
+            result = kernel.cast(kernel.clamp(shifted, lowest, highest), element)
         output_index = [0 if axis in reduced else index[axis] for axis in range(rank)]
         kernel.store(result, target, output_index)
 

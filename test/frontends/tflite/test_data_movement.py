@@ -28,6 +28,7 @@ oracle = load_file(Path(__file__).parent / "tflm_oracle.py")
 ModelSpec = oracle.ModelSpec
 
 INT8_Q = {"scales": [0.05], "zero_points": [-3]}
+INT16_Q = {"scales": [0.0004], "zero_points": [0]}  # 16x8: zero point 0
 
 
 def activation(
@@ -35,6 +36,8 @@ def activation(
 ) -> TensorSpec:
     if dtype is np.int8:
         return TensorSpec(name, np.int8, shape, **(quant or INT8_Q))
+    if dtype is np.int16:
+        return TensorSpec(name, np.int16, shape, **(quant or INT16_Q))
     return TensorSpec(name, np.float32, shape)
 
 

@@ -91,9 +91,17 @@ CASES: dict[str, tuple[Callable[[], bytes], str]] = {
         lambda: fully_connected(x_type=tflite.TensorType.COMPLEX64),
         "unsupported: tensor type COMPLEX64 (tensor 'x' of operator 0)",
     ),
-    "int16 activations": (
+    "uint8 activations": (
+        lambda: fully_connected(x_type=tflite.TensorType.UINT8),
+        "unsupported: activation type uint8 (tensor 'x' of operator 0)",
+    ),
+    "int16 on an operator without 16x8": (
+        lambda: fully_connected(opcode="LOGISTIC", x_type=tflite.TensorType.INT16),
+        "unsupported: operator LOGISTIC on int16 (tensor 'x' of operator 0)",
+    ),
+    "int16 input of a float layer": (
         lambda: fully_connected(x_type=tflite.TensorType.INT16),
-        "unsupported: activation type int16 (tensor 'x' of operator 0)",
+        "unsupported combination of tensor types",
     ),
     "truncated file": (
         lambda: KWS.read_bytes()[:20000],
@@ -121,16 +129,17 @@ def test_import_error_is_one_line(case: str, tmp_path: Path) -> None:
 
 
 def several_unsupported() -> bytes:
-    """x -> BILSTM(0) -> a -> FC(1) -> b -> WHILE(2) -> c -> ADD(3, int16 c + int16 d) -> e ->
+    """x -> BILSTM(0) -> a -> FC(1) -> b -> WHILE(2) -> c -> ADD(3, uint8 c + uint8 d) -> e ->
     BILSTM(4) -> y, with d a model input: two bidirectional LSTMs, a WHILE, a fused TANH on the
-    FC and int16 activations on the ADD and FC."""
+    FC and uint8 activations (a type no operator computes with) on the ADD; the FC's int16 input
+    is fine for the scan (16x8)."""
     tensors = [
         TensorSpec("x", np.float32, (1, 4)),
         TensorSpec("a", np.int16, (1, 4)),
         TensorSpec("w", np.float32, (4, 4), data=np.ones((4, 4), np.float32)),
         TensorSpec("b", np.float32, (1, 4)),
-        TensorSpec("c", np.int16, (1, 4)),
-        TensorSpec("d", np.int16, (1, 4)),
+        TensorSpec("c", np.uint8, (1, 4)),
+        TensorSpec("d", np.uint8, (1, 4)),
         TensorSpec("e", np.float32, (1, 4)),
         TensorSpec("y", np.float32, (1, 4)),
     ]
@@ -159,7 +168,7 @@ def test_every_unsupported_construct_in_one_line(tmp_path: Path) -> None:
         path,
         "unsupported: operator BIDIRECTIONAL_SEQUENCE_LSTM (operators 0, 4), operator WHILE "
         "(operator 2), FULLY_CONNECTED with fused activation TANH (operator 1), activation "
-        "type int16 (tensors 'a', 'c', 'd' of operators 1, 3)",
+        "type uint8 (tensors 'c', 'd' of operator 3)",
     )
 
 

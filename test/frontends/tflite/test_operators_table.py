@@ -25,12 +25,13 @@ def test_committed_table_is_current() -> None:
 
 def test_table_reads_the_registry() -> None:
     support = tflite_support()
-    assert support["CONV_2D"] == "int8, float32"
+    assert support["CONV_2D"] == "int8, int16, float32"
+    assert support["LOGISTIC"] == "int8, float32"
     assert support["SHAPE"] == FOLDED
     assert "WHILE" not in support
     assert len(TFLM_BUILTINS) == len(set(TFLM_BUILTINS)) > 90
     table = markdown()
-    assert "| CONV_2D | int8, float32 |" in table
+    assert "| CONV_2D | int8, int16, float32 |" in table
     assert "| WHILE | — |" in table
     assert "| com.microsoft | QGemm," in table
 

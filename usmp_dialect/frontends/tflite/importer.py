@@ -63,6 +63,10 @@ from usmp_dialect.kernels.module import (
 from usmp_dialect.tools.progress import progress
 
 ACTIVATION_TYPES = (np.dtype(np.int8), np.dtype(np.float32))
+# Every activation type some operator computes with: int16 is TFLite's 16x8 quantisation
+# (int16 activations with zero point 0, int8 weights, int64 biases), registered per operator.
+INT16_ACTIVATION_TYPES = (np.dtype(np.int8), np.dtype(np.int16), np.dtype(np.float32))
+KNOWN_ACTIVATION_TYPES = INT16_ACTIVATION_TYPES
 
 
 @dataclass
@@ -201,7 +205,7 @@ def unsupported(graph: Graph) -> list[Finding]:
             return
         if tensor.dtype == UNREADABLE:
             kind = f"tensor type {tensor.type_name}"
-        elif tensor.dtype not in ACTIVATION_TYPES:
+        elif tensor.dtype not in KNOWN_ACTIVATION_TYPES:
             kind = f"activation type {tensor.dtype.name}"
         else:  # an operator registered for fewer types than the frontend knows
             kind = f"operator {op.opcode if op else '?'} on {tensor.dtype.name}"
@@ -229,7 +233,7 @@ def unsupported(graph: Graph) -> list[Finding]:
             continue
         touching = [op for op in graph.operators if index in (*op.inputs, *op.outputs)]
         for op in touching or [None]:
-            check(graph.tensors[index], op, ACTIVATION_TYPES)
+            check(graph.tensors[index], op, KNOWN_ACTIVATION_TYPES)
     return operators + options + types
 
 
@@ -268,7 +272,7 @@ class TfliteImporter:
             output = graph.tensors[op.outputs[0]]
             if output.index in boundary or output.data is not None or not output.shape:
                 continue
-            if output.dtype not in ACTIVATION_TYPES or 0 in output.shape:
+            if output.dtype not in KNOWN_ACTIVATION_TYPES or 0 in output.shape:
                 continue
             if op.opcode == "CONCATENATION":
                 options = op.option(tflite.ConcatenationOptions)
@@ -426,10 +430,10 @@ class TfliteImporter:
         return self.folded.get(tensor.index)
 
     def _check_activation(self, tensor: Tensor) -> None:
-        if tensor.dtype not in ACTIVATION_TYPES:
+        if tensor.dtype not in KNOWN_ACTIVATION_TYPES:
             raise ModelImportError(
                 f"{self.graph.path}: {tensor.describe()} is an activation of type "
-                f"{tensor.dtype.name}; only int8 and float32 activations are supported"
+                f"{tensor.dtype.name}; only int8, int16 and float32 activations are supported"
             )
         if not tensor.shape or 0 in tensor.shape:
             shape = list(tensor.shape)
@@ -569,8 +573,8 @@ def initial_state(tensor: Tensor) -> np.ndarray:
 
 
 def _same_quantization(tensor: Tensor, output: Tensor) -> bool:
-    """Whether int8 bytes of `tensor` mean the same in `output` (float: always)."""
-    if output.dtype != np.dtype(np.int8):
+    """Whether integer values of `tensor` mean the same in `output` (float: always)."""
+    if output.dtype not in (np.dtype(np.int8), np.dtype(np.int16)):
         return True
     a, b = tensor.quantization, output.quantization
     if a is None or b is None:

@@ -69,8 +69,10 @@ def markdown() -> str:
         f"{sum(op in tflite for op in TFLM_BUILTINS)} of TFLM's {len(TFLM_BUILTINS)} builtin "
         "operators are imported.",
         "The types are those of the operator's activations (its non-constant inputs and",
-        "outputs); int8 is TFLM's quantised arithmetic, bit for bit; constant int8 weights of",
-        "float operators (hybrid models) are dequantised at import.",
+        "outputs); int8 is TFLM's quantised arithmetic, bit for bit; int16 is TFLite's 16x8",
+        "quantisation (int16 activations with zero point 0, int8 weights, int64 biases), bit for",
+        "bit with TFLM's reference kernels; constant int8 weights of float operators (hybrid",
+        "models) are dequantised at import.",
         "",
         "| TFLM builtin | usmp-dialect |",
         "| --- | --- |",

@@ -20,6 +20,7 @@ _ACTIVATIONS = {
 }
 
 INT8 = np.dtype(np.int8)
+INT16 = np.dtype(np.int16)
 FLOAT32 = np.dtype(np.float32)
 _ACTIVATION_NAMES = {
     code: name
@@ -127,9 +128,26 @@ def quantization(context: OperatorContext, tensor: Tensor) -> Quantization:
 
 
 def activation_bounds(context: OperatorContext, output: Tensor, activation: str) -> tuple[int, int]:
-    """The int8 clamp of a fused activation on `output`."""
+    """The int8 (int16) clamp of a fused activation on `output`."""
     quant = quantization(context, output)
-    return activation_range(activation, quant.scale, quant.zero_point)
+    limits = np.iinfo(output.dtype)
+    return activation_range(
+        activation, quant.scale, quant.zero_point, int(limits.min), int(limits.max)
+    )
+
+
+def symmetric_int16(context: OperatorContext, *tensors: Tensor) -> None:
+    """TFLite's 16x8 scheme: int16 activations are quantised symmetrically (zero point 0);
+    TFLM's int16 kernels ignore any other zero point, so a model with one is refused."""
+    for tensor in tensors:
+        if tensor.dtype != INT16:
+            continue
+        quant = quantization(context, tensor)
+        if bool((quant.zero_points != 0).any()):
+            raise context.fail(
+                f"the int16 {tensor.describe()} has zero point {quant.zero_point}; 16x8 "
+                "quantisation needs zero point 0"
+            )
 
 
 def float_activation(activation: str) -> FloatActivation:
@@ -148,10 +166,13 @@ def dequantized(context: OperatorContext, tensor: Tensor, values: np.ndarray) ->
     return ((values.astype(np.int32) - zero_points).astype(np.float32) * scales).astype(np.float32)
 
 
-def require_types(context: OperatorContext, *tensors: Tensor) -> np.dtype:
-    """All activations share one type, int8 or float32: that type."""
+def require_types(
+    context: OperatorContext, *tensors: Tensor, allowed: tuple[np.dtype, ...] = (INT8, FLOAT32)
+) -> np.dtype:
+    """All activations share one type, one of `allowed` (int8 or float32 unless the operator
+    computes with int16 too): that type."""
     dtypes = {tensor.dtype for tensor in tensors}
-    if len(dtypes) != 1 or next(iter(dtypes)) not in (INT8, FLOAT32):
+    if len(dtypes) != 1 or next(iter(dtypes)) not in allowed:
         described = ", ".join(f"{t.describe()}: {t.dtype.name}" for t in tensors)
         raise context.fail(f"unsupported combination of tensor types ({described})")
     return next(iter(dtypes))

@@ -1,5 +1,12 @@
-"""CONV_2D, DEPTHWISE_CONV_2D and FULLY_CONNECTED: int8 (per-tensor and per-channel), float32,
-and hybrid (int8 weights, float activations: the weights are dequantised at import)."""
+"""CONV_2D, DEPTHWISE_CONV_2D and FULLY_CONNECTED: int8 (per-tensor and per-channel), int16
+(TFLite's 16x8: int8 weights, an int64 or int32 bias, zero points 0), float32, and hybrid (int8
+weights, float activations: the weights are dequantised at import).
+
+16x8 as TFLM's reference kernels compute it: each product `w * x` an int32, summed in the bias's
+type (TFLM instantiates its kernels with the bias type as the accumulator); an int64 sum is
+scaled by the 64-bit `MultiplyByQuantizedMultiplier` (a 16-bit multiplier, one rounding), an
+int32 one by the usual double-rounding one; no input or output offset (TFLM's int16 kernels
+have none)."""
 
 from __future__ import annotations
 
@@ -7,11 +14,13 @@ from dataclasses import replace
 
 import numpy as np
 import tflite
+from xdsl.dialects.builtin import i32, i64
 
-from usmp_dialect.frontends.tflite.importer import OperatorContext, operator
+from usmp_dialect.frontends.tflite.importer import INT16_ACTIVATION_TYPES, OperatorContext, operator
 from usmp_dialect.frontends.tflite.ops.common import (
     FLOAT32,
     INT8,
+    INT16,
     activation_bounds,
     dequantized,
     float_activation,
@@ -19,6 +28,7 @@ from usmp_dialect.frontends.tflite.ops.common import (
     quantization,
     require_types,
     supported_fused_activation,
+    symmetric_int16,
     window,
 )
 from usmp_dialect.frontends.tflite.reader import Operator, Tensor
@@ -57,13 +67,20 @@ def _requantization(
         multipliers.append(multiplier)
         shifts.append(shift)
     low, high = activation_bounds(context, output, activation)
+    wide = output.dtype == INT16 and _bias_dtype(context) != np.dtype(np.int32)
     return Requantization(
         np.array(multipliers, dtype=np.int32),
         np.array(shifts, dtype=np.int32),
-        quantization(context, output).zero_point,
+        0 if output.dtype == INT16 else quantization(context, output).zero_point,
         low,
         high,
+        wide=wide,
     )
+
+
+def _bias_dtype(context: OperatorContext) -> np.dtype | None:
+    bias = context.optional_tensor(2)
+    return bias.dtype if bias is not None else None
 
 
 def _weights_and_bias(
@@ -73,11 +90,15 @@ def _weights_and_bias(
     weights = context.constant(1)
     bias_tensor = context.optional_tensor(2)
     bias = context.constant(2) if bias_tensor is not None else None
-    if dtype == INT8:
+    if dtype in (INT8, INT16):
         if filters.dtype != INT8:
             raise context.fail(f"{filters.describe()} is {filters.dtype.name}, int8 expected")
-        if bias is not None and bias.dtype != np.int32:
-            raise context.fail(f"{bias_tensor.describe()} is {bias.dtype.name}, int32 expected")  # type: ignore[union-attr]
+        biases = (np.int32,) if dtype == INT8 else (np.int64, np.int32)
+        if bias is not None and bias.dtype not in biases:
+            expected = "int32" if dtype == INT8 else "int64 or int32"
+            raise context.fail(
+                f"{bias_tensor.describe()} is {bias.dtype.name}, {expected} expected"
+            )  # type: ignore[union-attr]
     else:
         if filters.dtype == INT8:  # hybrid model: dequantise the weights
             weights = dequantized(context, filters, weights)
@@ -98,11 +119,16 @@ def _arithmetic(
     float_product: bool = False,
 ) -> QuantizedConv | FloatActivation:
     source, filters, output = context.tensor(0), context.tensor(1), context.tensor(0, output=True)
-    if dtype == INT8:
+    if dtype in (INT8, INT16):
         requantization = _requantization(
             context, source, filters, output, channels, activation, float_product
         )
         filter_offset = -quantization(context, filters).zero_point if float_product else 0
+        if dtype == INT16:
+            symmetric_int16(context, source, output)
+            return QuantizedConv(
+                0, requantization, filter_offset, accumulator=i64 if requantization.wide else i32
+            )
         return QuantizedConv(
             -quantization(context, source).zero_point, requantization, filter_offset
         )
@@ -119,6 +145,8 @@ def _folded(
     """int8 arithmetic with the input offset folded into a second bias table."""
     if not isinstance(arithmetic, QuantizedConv) or arithmetic.filter_offset != 0:
         return arithmetic
+    if arithmetic.accumulator != i32:  # 16x8 with an int64 bias: zero points 0, nothing to fold
+        return arithmetic
     folded = fold_input_offset(weights, bias, arithmetic.input_offset, depthwise)
     symbol = context.module.constant(f"{context.name}_folded_bias", folded)
     return replace(arithmetic, folded_bias=symbol)
@@ -133,7 +161,12 @@ def _symbols(
     return filters, bias_symbol
 
 
-@operator("CONV_2D", "DEPTHWISE_CONV_2D", supports=supported_fused_activation)
+@operator(
+    "CONV_2D",
+    "DEPTHWISE_CONV_2D",
+    types=INT16_ACTIVATION_TYPES,
+    supports=supported_fused_activation,
+)
 def convolution(context: OperatorContext) -> None:
     depthwise = context.op.opcode == "DEPTHWISE_CONV_2D"
     options = context.op.option(
@@ -142,7 +175,7 @@ def convolution(context: OperatorContext) -> None:
     if options is None:
         raise context.fail("missing options")
     source, output, filters = context.tensor(0), context.tensor(0, output=True), context.tensor(1)
-    dtype = require_types(context, source, output)
+    dtype = require_types(context, source, output, allowed=INT16_ACTIVATION_TYPES)
     if len(source.shape) != 4 or len(output.shape) != 4 or len(filters.shape) != 4:
         raise context.fail("input, filter and output must be 4-D (NHWC)")
     in_channels = source.shape[3]
@@ -167,6 +200,9 @@ def convolution(context: OperatorContext) -> None:
         context, options, source, output, (filters.shape[1], filters.shape[2]), dilation
     )
     weights, bias = _weights_and_bias(context, dtype, out_channels)
+    if depthwise and dtype == INT16 and bias is not None and bias.dtype != np.int64:
+        # TFLM's 16x8 depthwise kernel reads its bias as int64 whatever the tensor's type
+        raise context.fail("a 16x8 depthwise convolution needs an int64 bias")
     arithmetic = _arithmetic(context, dtype, out_channels, activation)
     arithmetic = _folded(context, arithmetic, weights, bias, depthwise)
     filter_symbol, bias_symbol = _symbols(context, weights, bias)
@@ -191,11 +227,11 @@ def _supported_fully_connected(op: Operator) -> str | None:
     return supported_fused_activation(op)
 
 
-@operator("FULLY_CONNECTED", supports=_supported_fully_connected)
+@operator("FULLY_CONNECTED", types=INT16_ACTIVATION_TYPES, supports=_supported_fully_connected)
 def fully_connected_layer(context: OperatorContext) -> None:
     options = context.op.option(tflite.FullyConnectedOptions)
     source, output, filters = context.tensor(0), context.tensor(0, output=True), context.tensor(1)
-    dtype = require_types(context, source, output)
+    dtype = require_types(context, source, output, allowed=INT16_ACTIVATION_TYPES)
     if options is not None and options.WeightsFormat() != 0:
         raise context.fail("only the default weights format is supported (not shuffled)")
     activation = fused_activation(context, options.FusedActivationFunction() if options else 0)
@@ -209,7 +245,7 @@ def fully_connected_layer(context: OperatorContext) -> None:
     if int(np.prod(output.shape)) != batches * units:
         raise context.fail(f"output shape {list(output.shape)} for {batches}x{units} results")
     weights, bias = _weights_and_bias(context, dtype, units)
-    per_tensor = dtype == INT8 and len(quantization(context, filters).scales) == 1
+    per_tensor = dtype in (INT8, INT16) and len(quantization(context, filters).scales) == 1
     arithmetic = _arithmetic(context, dtype, units, activation, float_product=per_tensor)
     arithmetic = _folded(context, arithmetic, weights, bias, depthwise=False)
     filter_symbol, bias_symbol = _symbols(context, weights, bias)

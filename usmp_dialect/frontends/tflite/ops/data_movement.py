@@ -1,8 +1,8 @@
-"""Data movement on activations, int8 and float32: CONCATENATION, PACK, UNPACK, SPLIT, SPLIT_V,
-STRIDED_SLICE, SLICE, PAD, PADV2 and TRANSPOSE. Each is folded with numpy when all its inputs
-are constants (`fold`).
+"""Data movement on activations, int8, int16 and float32: CONCATENATION, PACK, UNPACK, SPLIT,
+SPLIT_V, STRIDED_SLICE, SLICE, PAD, PADV2 and TRANSPOSE. Each is folded with numpy when all its
+inputs are constants (`fold`).
 
-int8 data movement copies bytes, as TFLite Micro does, so it needs the same quantisation on
+Integer data movement copies values, as TFLite Micro does, so it needs the same quantisation on
 every input and the output (TFLite Micro's CONCATENATION does not requantise either; a model
 whose quantisations differ is refused rather than silently reinterpreted).
 """
@@ -15,9 +15,14 @@ from collections.abc import Sequence
 import numpy as np
 import tflite
 
-from usmp_dialect.frontends.tflite.importer import OperatorContext, operator
+from usmp_dialect.frontends.tflite.importer import (
+    INT16_ACTIVATION_TYPES,
+    OperatorContext,
+    operator,
+)
 from usmp_dialect.frontends.tflite.ops.common import (
     INT8,
+    INT16,
     quantization,
     require_types,
     supported_fused_activation,
@@ -46,8 +51,8 @@ from usmp_dialect.kernels.module import memref_of
 
 
 def same_quantization(context: OperatorContext, tensors: Sequence[Tensor], output: Tensor) -> None:
-    """int8 tensors that are copied byte for byte must share the output's quantisation."""
-    if output.dtype != INT8:
+    """Integer tensors that are copied value for value must share the output's quantisation."""
+    if output.dtype not in (INT8, INT16):
         return
     expected = quantization(context, output)
     for tensor in tensors:
@@ -105,7 +110,7 @@ def _side_by_side(context: OperatorContext, outer: int, widths: Sequence[int]) -
     context.call(values, [context.view(target, (outer, total))])
 
 
-@operator("CONCATENATION", supports=supported_fused_activation)
+@operator("CONCATENATION", types=INT16_ACTIVATION_TYPES, supports=supported_fused_activation)
 def concatenation_layer(context: OperatorContext) -> None:
     options = context.op.option(tflite.ConcatenationOptions)
     if options is not None and options.FusedActivationFunction() != 0:
@@ -128,14 +133,14 @@ def concatenation_layer(context: OperatorContext) -> None:
     if all_constant(context):
         fold_concatenation(context, axis)
         return
-    require_types(context, *inputs, output)
+    require_types(context, *inputs, output, allowed=INT16_ACTIVATION_TYPES)
     same_quantization(context, inputs, output)
     outer = math.prod(output.shape[:axis])
     inner = math.prod(output.shape[axis + 1 :])
     _side_by_side(context, outer, [tensor.shape[axis] * inner for tensor in inputs])
 
 
-@operator("PACK")
+@operator("PACK", types=INT16_ACTIVATION_TYPES)
 def pack(context: OperatorContext) -> None:
     options = context.op.option(tflite.PackOptions)
     inputs = _inputs(context)
@@ -150,13 +155,13 @@ def pack(context: OperatorContext) -> None:
     if all_constant(context):
         fold_pack(context, axis)
         return
-    require_types(context, *inputs, output)
+    require_types(context, *inputs, output, allowed=INT16_ACTIVATION_TYPES)
     same_quantization(context, inputs, output)
     outer, inner = math.prod(shape[:axis]), math.prod(shape[axis:])
     _side_by_side(context, outer, [inner] * len(inputs))
 
 
-@operator("UNPACK")
+@operator("UNPACK", types=INT16_ACTIVATION_TYPES)
 def unpack(context: OperatorContext) -> None:
     options = context.op.option(tflite.UnpackOptions)
     source = context.tensor(0)
@@ -173,7 +178,7 @@ def unpack(context: OperatorContext) -> None:
     if context.is_constant(0):
         fold_unpack(context, axis)
         return
-    require_types(context, source, *outputs)
+    require_types(context, source, *outputs, allowed=INT16_ACTIVATION_TYPES)
     same_quantization(context, [source], outputs[0])
     outer, inner = math.prod(shape[:axis]), math.prod(shape[axis + 1 :])
     part = memref_of((outer, 1, inner), source.dtype)
@@ -195,7 +200,7 @@ def _slice(context: OperatorContext, spec: SliceSpec) -> None:
     if context.is_constant(0):
         set_folded(context, 0, sliced(context.constant(0), spec))
         return
-    require_types(context, source, output)
+    require_types(context, source, output, allowed=INT16_ACTIVATION_TYPES)
     same_quantization(context, [source], output)
     starts, steps, extents = (tuple(column) for column in zip(*spec.boxes, strict=True))
     if 0 in extents:
@@ -210,17 +215,17 @@ def _slice(context: OperatorContext, spec: SliceSpec) -> None:
     context.call([context.value(0)], [context.view(context.result(), extents)])
 
 
-@operator("STRIDED_SLICE")
+@operator("STRIDED_SLICE", types=INT16_ACTIVATION_TYPES)
 def strided_slice_layer(context: OperatorContext) -> None:
     _slice(context, strided_slice_spec(context, context.tensor(0).shape))
 
 
-@operator("SLICE")
+@operator("SLICE", types=INT16_ACTIVATION_TYPES)
 def slice_layer(context: OperatorContext) -> None:
     _slice(context, slice_spec(context, context.tensor(0).shape))
 
 
-@operator("PAD", "PADV2")
+@operator("PAD", "PADV2", types=INT16_ACTIVATION_TYPES)
 def pad_layer(context: OperatorContext) -> None:
     source, output = context.tensor(0), context.tensor(0, output=True)
     rank = len(source.shape)
@@ -235,7 +240,7 @@ def pad_layer(context: OperatorContext) -> None:
         output,
         [d + int(a) + int(b) for d, (a, b) in zip(source.shape, paddings, strict=True)],
     )
-    dtype = require_types(context, source, output)
+    dtype = require_types(context, source, output, allowed=INT16_ACTIVATION_TYPES)
     same_quantization(context, [source], output)
     value: int | float
     if context.optional_tensor(2) is not None:
@@ -246,6 +251,8 @@ def pad_layer(context: OperatorContext) -> None:
         value = constant.reshape(()).item()
     elif dtype == INT8:
         value = quantization(context, output).zero_point
+    elif dtype == INT16:  # TFLM pads int16 with 0 whatever the zero point
+        value = 0
     else:
         value = 0.0
     if context.is_constant(0):
@@ -296,7 +303,7 @@ def _split(context: OperatorContext, source_position: int, axis: int, sizes: Seq
         for k, piece in enumerate(pieces):
             set_folded(context, k, piece)
         return
-    require_types(context, source, *outputs)
+    require_types(context, source, *outputs, allowed=INT16_ACTIVATION_TYPES)
     for output in outputs:
         same_quantization(context, [source], output)
     outer, inner = math.prod(shape[:axis]), math.prod(shape[axis + 1 :])
@@ -321,7 +328,7 @@ def _scalar_axis(context: OperatorContext, position: int, rank: int) -> int:
     return _axis(context, int(value.reshape(())), rank)
 
 
-@operator("SPLIT")
+@operator("SPLIT", types=INT16_ACTIVATION_TYPES)
 def split(context: OperatorContext) -> None:
     options = context.op.option(tflite.SplitOptions)
     shape = context.tensor(1).shape
@@ -332,7 +339,7 @@ def split(context: OperatorContext) -> None:
     _split(context, 1, axis, [shape[axis] // count] * count)
 
 
-@operator("SPLIT_V")
+@operator("SPLIT_V", types=INT16_ACTIVATION_TYPES)
 def split_v(context: OperatorContext) -> None:
     shape = context.tensor(0).shape
     axis = _scalar_axis(context, 2, len(shape))
@@ -345,7 +352,7 @@ def split_v(context: OperatorContext) -> None:
     _split(context, 0, axis, sizes)
 
 
-@operator("TRANSPOSE")
+@operator("TRANSPOSE", types=INT16_ACTIVATION_TYPES)
 def transpose_layer(context: OperatorContext) -> None:
     source, output = context.tensor(0), context.tensor(0, output=True)
     rank = len(source.shape)
@@ -357,7 +364,7 @@ def transpose_layer(context: OperatorContext) -> None:
     if context.is_constant(0):
         set_folded(context, 0, np.transpose(context.constant(0), permutation))
         return
-    dtype = require_types(context, source, output)
+    dtype = require_types(context, source, output, allowed=INT16_ACTIVATION_TYPES)
     same_quantization(context, [source], output)
     transpose(
         context.module,

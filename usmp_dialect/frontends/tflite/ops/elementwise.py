@@ -1,17 +1,25 @@
-"""Elementwise operators: ADD, SUB, MUL (int8 and float32, NumPy broadcasting, fused
-activations, a constant input read from a global), QUANTIZE (float32 -> int8, int8 -> int8),
-DEQUANTIZE (int8 -> float32), LOGISTIC and TANH (float32, and int8 through a table computed at
-import with TFLite's integer algorithm)."""
+"""Elementwise operators: ADD, SUB, MUL (int8, int16 and float32, NumPy broadcasting, fused
+activations, a constant input read from a global), QUANTIZE (float32 -> int8/int16, and between
+int8 and int16 either way), DEQUANTIZE (int8/int16 -> float32), LOGISTIC and TANH (float32, and
+int8 through a table computed at import with TFLite's integer algorithm).
+
+int16 ADD and SUB are TFLM's general int16 path: the arithmetic of int8 with the inputs shifted
+left by 15 instead of 20 (`CalculateOpDataAdd`: `left_shift = output is int16 ? 15 : 20`)."""
 
 from __future__ import annotations
 
 import numpy as np
 import tflite
 
-from usmp_dialect.frontends.tflite.importer import OperatorContext, operator
+from usmp_dialect.frontends.tflite.importer import (
+    INT16_ACTIVATION_TYPES,
+    OperatorContext,
+    operator,
+)
 from usmp_dialect.frontends.tflite.ops.common import (
     FLOAT32,
     INT8,
+    INT16,
     activation_bounds,
     dequantized,
     float_activation,
@@ -75,7 +83,7 @@ def _quantized_add(context: OperatorContext, activation: str, subtract: bool) ->
         _per_tensor(context, t)
         for t in (context.tensor(0), context.tensor(1), context.tensor(0, output=True))
     )
-    left_shift = 20
+    left_shift = 15 if context.tensor(0, output=True).dtype == INT16 else 20
     twice_max = 2 * max(first.scale, second.scale)
     reals = [
         first.scale / twice_max,
@@ -112,7 +120,7 @@ def _quantized_mul(context: OperatorContext, activation: str) -> QuantizedMul:
     )
 
 
-@operator("ADD", "SUB", "MUL", supports=supported_fused_activation)
+@operator("ADD", "SUB", "MUL", types=INT16_ACTIVATION_TYPES, supports=supported_fused_activation)
 def binary_arithmetic(context: OperatorContext) -> None:
     if fold_constant_arithmetic(context):  # shape arithmetic on constants
         return
@@ -122,7 +130,7 @@ def binary_arithmetic(context: OperatorContext) -> None:
     options = context.op.option(_OPTIONS[opcode])
     activation = fused_activation(context, options.FusedActivationFunction() if options else 0)
     lhs, rhs, output = context.tensor(0), context.tensor(1), context.tensor(0, output=True)
-    dtype = require_types(context, lhs, rhs, output)
+    dtype = require_types(context, lhs, rhs, output, allowed=INT16_ACTIVATION_TYPES)
     expected = broadcast_shape(lhs.shape, rhs.shape)
     if expected is None:
         raise context.fail(
@@ -136,7 +144,7 @@ def binary_arithmetic(context: OperatorContext) -> None:
     constants = [context.is_constant(position) for position in (0, 1)]
     if all(constants):
         raise context.fail("both inputs are constants (a converter folds such operators)")
-    if dtype == INT8:
+    if dtype in (INT8, INT16):
         arithmetic: BinaryArithmetic = (
             _quantized_mul(context, activation)
             if opcode == "MUL"
@@ -186,11 +194,11 @@ def _type_error(context: OperatorContext, source: Tensor, output: Tensor, suppor
     )
 
 
-@operator("QUANTIZE")
+@operator("QUANTIZE", types=INT16_ACTIVATION_TYPES)
 def quantize(context: OperatorContext) -> None:
     source, output = context.tensor(0), context.tensor(0, output=True)
-    if output.dtype != INT8 or source.dtype not in (FLOAT32, INT8):
-        _type_error(context, source, output, "float32 -> int8 and int8 -> int8")
+    if output.dtype not in (INT8, INT16) or source.dtype not in (FLOAT32, INT8, INT16):
+        _type_error(context, source, output, "float32, int8 or int16 -> int8 or int16")
     target = _per_tensor(context, output)
     if source.dtype == FLOAT32:
         _unary(context, Quantize(target.scale, target.zero_point))
@@ -200,11 +208,11 @@ def quantize(context: OperatorContext) -> None:
     _unary(context, Requantize(origin.zero_point, multiplier, shift, target.zero_point))
 
 
-@operator("DEQUANTIZE")
+@operator("DEQUANTIZE", types=INT16_ACTIVATION_TYPES)
 def dequantize(context: OperatorContext) -> None:
     source, output = context.tensor(0), context.tensor(0, output=True)
-    if source.dtype != INT8 or output.dtype != FLOAT32:
-        _type_error(context, source, output, "int8 -> float32")
+    if source.dtype not in (INT8, INT16) or output.dtype != FLOAT32:
+        _type_error(context, source, output, "int8 or int16 -> float32")
     if context.is_constant(0):  # int8 weights of a float operator: folded
         if source.shape != output.shape:
             raise context.fail(

@@ -1,12 +1,16 @@
-"""AVERAGE_POOL_2D and MAX_POOL_2D, int8 and float32."""
+"""AVERAGE_POOL_2D and MAX_POOL_2D, int8, int16 and float32."""
 
 from __future__ import annotations
 
 import tflite
 
-from usmp_dialect.frontends.tflite.importer import OperatorContext, operator
+from usmp_dialect.frontends.tflite.importer import (
+    INT16_ACTIVATION_TYPES,
+    OperatorContext,
+    operator,
+)
 from usmp_dialect.frontends.tflite.ops.common import (
-    INT8,
+    FLOAT32,
     activation_bounds,
     float_activation,
     fused_activation,
@@ -19,25 +23,30 @@ from usmp_dialect.kernels.module import memref_of
 from usmp_dialect.kernels.pooling import Pool, pool2d
 
 
-@operator("AVERAGE_POOL_2D", "MAX_POOL_2D", supports=supported_fused_activation)
+@operator(
+    "AVERAGE_POOL_2D",
+    "MAX_POOL_2D",
+    types=INT16_ACTIVATION_TYPES,
+    supports=supported_fused_activation,
+)
 def pooling(context: OperatorContext) -> None:
     options = context.op.option(tflite.Pool2DOptions)
     if options is None:
         raise context.fail("missing options")
     source, output = context.tensor(0), context.tensor(0, output=True)
-    dtype = require_types(context, source, output)
+    dtype = require_types(context, source, output, allowed=INT16_ACTIVATION_TYPES)
     if len(source.shape) != 4 or len(output.shape) != 4:
         raise context.fail("input and output must be 4-D (NHWC)")
     if source.shape[0] != output.shape[0] or source.shape[3] != output.shape[3]:
         raise context.fail(f"output shape {list(output.shape)} for input {list(source.shape)}")
-    if dtype == INT8:
+    if dtype != FLOAT32:
         source_q, output_q = quantization(context, source), quantization(context, output)
         if (source_q.scale, source_q.zero_point) != (output_q.scale, output_q.zero_point):
-            raise context.fail("int8 pooling needs equal input and output quantisation")
+            raise context.fail(f"{dtype.name} pooling needs equal input and output quantisation")
     activation = fused_activation(context, options.FusedActivationFunction())
     filter_size = (options.FilterHeight(), options.FilterWidth())
     pool_window = window(context, options, source, output, filter_size)
-    if dtype == INT8:
+    if dtype != FLOAT32:
         low, high = activation_bounds(context, output, activation)
         bounds: tuple[float, float] = (low, high)
     else:

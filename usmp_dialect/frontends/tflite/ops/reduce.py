@@ -1,13 +1,23 @@
 """MEAN, SUM and REDUCE_MAX over constant axes, int8 (TFLite Micro's requantisation, for MEAN
-also when the input and output quantisations are equal) and float32."""
+also when the input and output quantisations are equal) and float32; MEAN and SUM also int16
+(16x8 models: the same `QuantizedMeanOrSum`, clamped to int16)."""
 
 from __future__ import annotations
 
 import numpy as np
 import tflite
 
-from usmp_dialect.frontends.tflite.importer import OperatorContext, operator
-from usmp_dialect.frontends.tflite.ops.common import INT8, quantization, require_types
+from usmp_dialect.frontends.tflite.importer import (
+    INT16_ACTIVATION_TYPES,
+    OperatorContext,
+    operator,
+)
+from usmp_dialect.frontends.tflite.ops.common import (
+    FLOAT32,
+    INT16,
+    quantization,
+    require_types,
+)
 from usmp_dialect.frontends.tflite.ops.data_movement import same_quantization
 from usmp_dialect.kernels.fixed_point import quantize_multiplier
 from usmp_dialect.kernels.module import memref_of
@@ -16,12 +26,15 @@ from usmp_dialect.kernels.reduce import QuantizedMean, reduce
 _KINDS = {"MEAN": "mean", "SUM": "sum", "REDUCE_MAX": "max"}
 
 
-@operator("MEAN", "SUM", "REDUCE_MAX")
+@operator("MEAN", "SUM", types=INT16_ACTIVATION_TYPES)
+@operator("REDUCE_MAX")
 def reduction(context: OperatorContext) -> None:
     options = context.op.option(tflite.ReducerOptions)
     keep_dims = bool(options.KeepDims()) if options is not None else False
     source, output = context.tensor(0), context.tensor(0, output=True)
-    dtype = require_types(context, source, output)
+    dtype = require_types(context, source, output, allowed=INT16_ACTIVATION_TYPES)
+    if dtype == INT16 and context.op.opcode == "REDUCE_MAX":
+        raise context.fail("REDUCE_MAX on int16 is not supported")
     axis_values = context.constant(1)
     if axis_values.dtype != np.int32:
         raise context.fail(f"the axes are {axis_values.dtype.name}, int32 expected")
@@ -39,9 +52,9 @@ def reduction(context: OperatorContext) -> None:
         raise context.fail(f"the output shape {list(output.shape)} should be {list(expected)}")
     kind = _KINDS[context.op.opcode]
     quantized = None
-    if dtype == INT8 and kind == "max":
+    if dtype != FLOAT32 and kind == "max":
         same_quantization(context, [source], output)
-    elif dtype == INT8:
+    elif dtype != FLOAT32:
         source_q, output_q = quantization(context, source), quantization(context, output)
         multiplier, shift = quantize_multiplier(source_q.scale / output_q.scale)
         quantized = QuantizedMean(source_q.zero_point, multiplier, shift, output_q.zero_point)

@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from usmp_dialect.frontends.tflite.importer import OperatorContext, operator
+from usmp_dialect.frontends.tflite.importer import (
+    INT16_ACTIVATION_TYPES,
+    OperatorContext,
+    operator,
+)
 
 
-@operator("RESHAPE", "SQUEEZE", "EXPAND_DIMS")
+@operator("RESHAPE", "SQUEEZE", "EXPAND_DIMS", types=INT16_ACTIVATION_TYPES)
 def reshape(context: OperatorContext) -> None:
     source, output = context.tensor(0), context.tensor(0, output=True)
     if source.dtype != output.dtype:
