@@ -1,5 +1,8 @@
 """CONV_2D, DEPTHWISE_CONV_2D and FULLY_CONNECTED: int8 (per-tensor and per-channel), float32,
-and hybrid (int8 weights, float activations: the weights are dequantised at import)."""
+and hybrid (int8 weights, float activations). A hybrid CONV_2D whose filter has one scale
+computes as LiteRT's hybrid kernel does (`kernels/hybrid.py`: the input quantised on the fly);
+the other hybrid layers, and every one with `hybrid="dequantize"`, use the weights dequantised
+at import and float arithmetic."""
 
 from __future__ import annotations
 
@@ -22,9 +25,16 @@ from usmp_dialect.frontends.tflite.ops.common import (
     window,
 )
 from usmp_dialect.frontends.tflite.reader import Operator, Tensor
-from usmp_dialect.kernels.conv import FloatActivation, QuantizedConv, conv2d, fold_input_offset
+from usmp_dialect.kernels.conv import (
+    FloatActivation,
+    QuantizedConv,
+    Window,
+    conv2d,
+    fold_input_offset,
+)
 from usmp_dialect.kernels.fixed_point import float32, quantize_multiplier
 from usmp_dialect.kernels.fully_connected import fully_connected
+from usmp_dialect.kernels.hybrid import HybridArithmetic
 from usmp_dialect.kernels.module import MemRefType, Requantization, memref_of
 
 
@@ -66,8 +76,21 @@ def _requantization(
     )
 
 
+def _hybrid(context: OperatorContext, dtype: np.dtype, activation: str) -> HybridArithmetic | None:
+    """LiteRT's hybrid arithmetic for a float layer with int8 weights of one scale and zero
+    point 0 (`conv.cc: EvalHybrid`), unless the import dequantises hybrid weights."""
+    filters = context.tensor(1)
+    if dtype != FLOAT32 or filters.dtype != INT8 or context.options.hybrid != "quantize":
+        return None
+    quant = quantization(context, filters)
+    if len(quant.scales) != 1 or int(quant.zero_points[0]) != 0:
+        return None
+    bounds = float_activation(activation)
+    return HybridArithmetic(float(np.float32(quant.scales[0])), bounds.low, bounds.high)
+
+
 def _weights_and_bias(
-    context: OperatorContext, dtype: np.dtype, channels: int
+    context: OperatorContext, dtype: np.dtype, channels: int, hybrid: bool = False
 ) -> tuple[np.ndarray, np.ndarray | None]:
     filters = context.tensor(1)
     weights = context.constant(1)
@@ -79,8 +102,8 @@ def _weights_and_bias(
         if bias is not None and bias.dtype != np.int32:
             raise context.fail(f"{bias_tensor.describe()} is {bias.dtype.name}, int32 expected")  # type: ignore[union-attr]
     else:
-        if filters.dtype == INT8:  # hybrid model: dequantise the weights
-            weights = dequantized(context, filters, weights)
+        if filters.dtype == INT8:  # hybrid model: int8 products, or dequantised weights
+            weights = weights if hybrid else dequantized(context, filters, weights)
         elif filters.dtype != FLOAT32:
             raise context.fail(f"{filters.describe()} is {filters.dtype.name}")
         if bias is not None and bias.dtype != FLOAT32:
@@ -166,9 +189,16 @@ def convolution(context: OperatorContext) -> None:
     filter_window = window(
         context, options, source, output, (filters.shape[1], filters.shape[2]), dilation
     )
-    weights, bias = _weights_and_bias(context, dtype, out_channels)
-    arithmetic = _arithmetic(context, dtype, out_channels, activation)
-    arithmetic = _folded(context, arithmetic, weights, bias, depthwise)
+    # LiteRT's hybrid convolution ignores dilation; such layers stay dequantised.
+    dilated = dilation != (1, 1)
+    hybrid = None if depthwise or dilated else _hybrid(context, dtype, activation)
+    weights, bias = _weights_and_bias(context, dtype, out_channels, hybrid is not None)
+    arithmetic: QuantizedConv | FloatActivation | HybridArithmetic
+    if hybrid is not None:
+        arithmetic = hybrid
+    else:
+        arithmetic = _arithmetic(context, dtype, out_channels, activation)
+        arithmetic = _folded(context, arithmetic, weights, bias, depthwise)
     filter_symbol, bias_symbol = _symbols(context, weights, bias)
     conv2d(
         context.module,
@@ -208,6 +238,28 @@ def fully_connected_layer(context: OperatorContext) -> None:
     batches = input_size // depth
     if int(np.prod(output.shape)) != batches * units:
         raise context.fail(f"output shape {list(output.shape)} for {batches}x{units} results")
+    hybrid = _hybrid(context, dtype, activation)
+    if options is not None and options.AsymmetricQuantizeInputs():
+        hybrid = None  # LiteRT's asymmetric input quantisation: not reproduced yet
+    if hybrid is not None:
+        # LiteRT's hybrid fully connected layer is its hybrid 1x1 convolution over a
+        # [batches, 1, 1, depth] input: one quantisation per batch, the same output stage.
+        weights, bias = _weights_and_bias(context, dtype, units, hybrid=True)
+        filter_symbol, bias_symbol = _symbols(context, weights.reshape(units, 1, 1, depth), bias)
+        conv2d(
+            context.module,
+            context.name,
+            memref_of((batches, 1, 1, depth), dtype),
+            memref_of((batches, 1, 1, units), dtype),
+            filter_symbol,
+            bias_symbol,
+            Window((1, 1), (1, 1), (0, 0)),
+            hybrid,
+        )
+        source_value = context.view(context.value(0), (batches, 1, 1, depth))
+        output_value = context.view(context.result(), (batches, 1, 1, units))
+        context.call([source_value], [output_value])
+        return
     weights, bias = _weights_and_bias(context, dtype, units)
     per_tensor = dtype == INT8 and len(quantization(context, filters).scales) == 1
     arithmetic = _arithmetic(context, dtype, units, activation, float_product=per_tensor)
