@@ -69,8 +69,9 @@ def markdown() -> str:
         f"{sum(op in tflite for op in TFLM_BUILTINS)} of TFLM's {len(TFLM_BUILTINS)} builtin "
         "operators are imported.",
         "The types are those of the operator's activations (its non-constant inputs and",
-        "outputs); int8 is TFLM's quantised arithmetic, bit for bit; constant int8 weights of",
-        "float operators (hybrid models) are dequantised at import.",
+        "outputs); int8 is TFLM's quantised arithmetic, bit for bit; float CONV_2D and",
+        "FULLY_CONNECTED with int8 weights (hybrid models) compute as LiteRT's hybrid kernels,",
+        "other hybrid layers with their weights dequantised at import.",
         "",
         "| TFLM builtin | usmp-dialect |",
         "| --- | --- |",
