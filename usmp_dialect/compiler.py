@@ -153,9 +153,10 @@ def compile(
     seed: int = 0,
     entry: str = "main",
     constants: str = "text",
+    hybrid: str = "quantize",
 ) -> CompiledModel:
     """Compiles a model (`.tflite`, `.onnx` or `.mlir` path, or the bytes of a `.tflite`
-    file) with the canonical pipeline; see the module doc."""
+    file) with the canonical pipeline; see the module doc. `hybrid`: `usmp-opt --hybrid`."""
     from xdsl.dialects.builtin import ModuleOp
     from xdsl.parser import Parser
     from xdsl.passes import ModulePass, PassPipeline
@@ -164,6 +165,7 @@ def compile(
 
     from usmp_dialect.frontends import get_all_frontends
     from usmp_dialect.frontends.errors import ModelImportError
+    from usmp_dialect.frontends.options import ImportOptions
     from usmp_dialect.passes.import_memref import UsmpImportMemrefPass
     from usmp_dialect.passes.plan import recording_plans
     from usmp_dialect.passes.usmp import UsmpPass
@@ -175,6 +177,7 @@ def compile(
     data, source, frontend = _read(model, frontend)
     declarations = _declarations(workspace_pools, constant_pools, state_pools)
     try:
+        import_options = ImportOptions(hybrid=hybrid)
         planner = UsmpPass(
             algorithm=algorithm,
             workspace_io=workspace_io,
@@ -189,7 +192,11 @@ def compile(
         if frontend == "mlir":
             module: ModuleOp = Parser(ctx, data.decode(), source).parse_module()
         else:
-            module = get_all_frontends()[frontend]()(data, source)
+            importer = get_all_frontends()[frontend]()
+            if frontend == "tflite":
+                module = importer(data, source, options=import_options)  # type: ignore[call-arg]
+            else:
+                module = importer(data, source)
     except ModelImportError as error:
         raise CompileError(str(error)) from None
     except ParseError as error:

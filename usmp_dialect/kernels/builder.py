@@ -196,6 +196,14 @@ class KernelBuilder:
     def tanh(self, value: Value) -> Value:
         return self.insert(math.TanhOp(value))
 
+    def abs(self, value: Value) -> Value:
+        """The magnitude of a float (`fabsf`)."""
+        return self.insert(math.AbsFOp(value))
+
+    def round(self, value: Value) -> Value:
+        """A float rounded to the nearest integer, halves away from zero (`roundf`)."""
+        return self.insert(math.RoundOp(value))
+
     # -- memory --------------------------------------------------------------------------
 
     def load(self, buffer: Value, indices: Sequence[Value | int]) -> Value:

@@ -23,6 +23,7 @@ from xdsl.dialects.builtin import IntegerType, MemRefType, f32, i32, i64
 from xdsl.ir import Attribute
 
 from usmp_dialect.kernels.builder import KernelBuilder, Value, finish, function
+from usmp_dialect.kernels.hybrid import HybridArithmetic, hybrid_output, quantize_input
 from usmp_dialect.kernels.module import ModelModule, Requantization, RequantizeEmitter
 
 
@@ -209,11 +210,13 @@ def conv2d(
     filters: tuple[str, MemRefType],
     bias: tuple[str, MemRefType] | None,
     window: Window,
-    arithmetic: QuantizedConv | FloatActivation,
+    arithmetic: QuantizedConv | FloatActivation | HybridArithmetic,
     depth_multiplier: int | None = None,
 ) -> None:
     """Adds `@name(%input, %output)`: a convolution, or a depthwise one when
-    `depth_multiplier` is given (filters `[1, KH, KW, IC * depth_multiplier]`)."""
+    `depth_multiplier` is given (filters `[1, KH, KW, IC * depth_multiplier]`). Hybrid
+    arithmetic quantises the float input into a scratch buffer first (`kernels/hybrid.py`) and
+    sums int8 products like the int8 kernel, with float outputs."""
     batches, height, width, in_channels = input_type.get_shape()
     _, out_height, out_width, out_channels = output_type.get_shape()
     filter_shape = filters[1].get_shape()
@@ -224,8 +227,15 @@ def conv2d(
     padded_w = _needs_bounds(width, out_width, kernel_width, stride_w, dilation_w, pad_left)
     op, kernel, (source, target) = function(name, [("input", input_type), ("output", output_type)])
     weights = kernel.get_global(*filters)
-    quantized = isinstance(arithmetic, QuantizedConv)
-    accumulator_type = arithmetic.accumulator if isinstance(arithmetic, QuantizedConv) else f32
+    hybrid = arithmetic if isinstance(arithmetic, HybridArithmetic) else None
+    quantized = isinstance(arithmetic, QuantizedConv) or hybrid is not None
+    factors: Value | None = None
+    if hybrid is not None:
+        source, factors = quantize_input(kernel, source, input_type, hybrid.filter_scale)
+    if isinstance(arithmetic, QuantizedConv):
+        accumulator_type = arithmetic.accumulator
+    else:
+        accumulator_type = i32 if hybrid is not None else f32
     element = output_type.element_type
     requantize = (
         RequantizeEmitter(module, kernel, name, arithmetic.requantization)
@@ -322,6 +332,12 @@ def conv2d(
             channel_bias = bias_value
         outputs = [(p, out_c) for p in positions for out_c in out_cs]
         for total, (position, out_c) in zip(totals, outputs, strict=True):
+            if hybrid is not None:
+                assert factors is not None
+                factor = kernel.load(factors, [batch])
+                result = hybrid_output(kernel, total, factor, channel_bias, out_c, hybrid)
+                kernel.store(result, target, [batch, position.out_y, position.out_x, out_c])
+                continue
             result = accumulated_output(
                 kernel,
                 with_bias(total, out_c, channel_bias),

@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
+import functools
 import inspect
 import re
 import sys
@@ -51,6 +52,7 @@ from xdsl.xdsl_opt_main import xDSLOptMain
 from usmp_dialect import __version__
 from usmp_dialect.frontends import Importer, get_all_frontends
 from usmp_dialect.frontends.errors import ModelImportError
+from usmp_dialect.frontends.options import HYBRID_MODES, ImportOptions
 from usmp_dialect.passes.plan import PlanRecord, recording_plans
 from usmp_dialect.planning import PlanOptions
 from usmp_dialect.tools.analyze import ANALYZE_PASSES, analyse_module, analysis_table
@@ -290,6 +292,16 @@ class UsmpOptMain(xDSLOptMain):
                 "then; no C"
             ),
         )
+        arg_parser.add_argument(
+            "--hybrid",
+            choices=HYBRID_MODES,
+            default=HYBRID_MODES[0],
+            help=(
+                "TFLite layers with int8 weights and float activations: 'quantize' computes "
+                "as LiteRT's hybrid kernels (input quantised on the fly; default), "
+                "'dequantize' in float with the weights dequantised at import"
+            ),
+        )
         arg_parser.prog = PROG
         arg_parser.usage = (
             "%(prog)s [-p PASSES] [-t TARGET] [-o OUTPUT_FILE] [options] [input_file]"
@@ -376,13 +388,19 @@ class UsmpOptMain(xDSLOptMain):
         """xDSL's MLIR frontend plus the model frontends (`.tflite`), by file extension."""
         super().register_all_frontends()
         for extension, factory in get_all_frontends().items():
-            self.available_frontends[extension] = self._model_frontend(factory)
+            self.available_frontends[extension] = self._model_frontend(extension, factory)
 
-    def _model_frontend(self, factory: Callable[[], Importer]) -> Callable[[IO[bytes]], ModuleOp]:
+    def _model_frontend(
+        self, name: str, factory: Callable[[], Importer]
+    ) -> Callable[[IO[bytes]], ModuleOp]:
         def parse_model(stream: IO[bytes]) -> ModuleOp:
             self._model_bytes = stream.read()
+            importer = factory()
+            if name == "tflite":
+                options = ImportOptions(hybrid=self.args.hybrid)
+                importer = functools.partial(importer, options=options)
             try:
-                module = factory()(self._model_bytes, self.get_input_name())
+                module = importer(self._model_bytes, self.get_input_name())
             except ModelImportError as error:
                 fail(str(error))
             module.verify()

@@ -257,20 +257,23 @@ def generate_c(
     workspace_io: bool = False,
     report: Path | None = None,
     constants: str = "text",
+    options: Sequence[str] = (),
 ) -> Path:
     """Writes `model.c` and `model.h` for `model` into `directory` (and the plan report to
-    `report`); returns the source. `constants`: the `-t c` option (`text` or `string`)."""
+    `report`); returns the source. `constants`: the `-t c` option (`text` or `string`);
+    `options`: more `usmp-opt` arguments (e.g. `--hybrid=dequantize`)."""
     directory.mkdir(parents=True, exist_ok=True)
     source, header = directory / f"{PREFIX}.c", directory / f"{PREFIX}.h"
     for target, output, plan_report in (("c", source, report), ("c-header", header, None)):
         extra = f" constants={constants}" if target == "c" and constants != "text" else ""
-        options = [
+        arguments = [
+            *options,
             "-p",
             pipeline(workspace_io, plan_report),
             "-t",
             f"{target}{{prefix={PREFIX}{extra}}}",
         ]
-        _run_usmp_opt([str(model), *options, "-o", str(output)])
+        _run_usmp_opt([str(model), *arguments, "-o", str(output)])
     return source
 
 
@@ -313,10 +316,12 @@ def compile_model(
     source: Path | None = None,
     report: Path | None = None,
     constants: str = "text",
+    options: Sequence[str] = (),
 ) -> CompiledModel:
-    """Generates (unless `source` is given) and compiles the C of `model` with a harness."""
+    """Generates (unless `source` is given) and compiles the C of `model` with a harness;
+    `options`: more `usmp-opt` arguments."""
     if source is None:
-        source = generate_c(model, directory, workspace_io, report, constants)
+        source = generate_c(model, directory, workspace_io, report, constants, options)
     inputs, outputs = entry_ports(model)
     header = source.parent / f"{PREFIX}.h"
     inputs = named_as_in_header(inputs, header, f"{PREFIX}_inputs")

@@ -45,6 +45,7 @@ from usmp_dialect.dialects.usmp import (
     OperatorFacts,
 )
 from usmp_dialect.frontends.errors import ModelImportError
+from usmp_dialect.frontends.options import ImportOptions
 from usmp_dialect.frontends.tflite.macs import operator_macs
 from usmp_dialect.frontends.tflite.reader import UNREADABLE, Graph, Operator, Tensor, read_graph
 from usmp_dialect.frontends.unsupported import Finding, report
@@ -88,6 +89,10 @@ class OperatorContext:
     def name(self) -> str:
         """The operator function's symbol, `<op>_<index>` (e.g. `conv_2d_0`)."""
         return f"{self.op.opcode.lower()}_{self.op.index}"
+
+    @property
+    def options(self) -> ImportOptions:
+        return self.importer.options
 
     def where(self) -> str:
         return f"{self.op.opcode} (operator {self.op.index})"
@@ -238,8 +243,9 @@ def unsupported(graph: Graph) -> list[Finding]:
 
 
 class TfliteImporter:
-    def __init__(self, graph: Graph) -> None:
+    def __init__(self, graph: Graph, options: ImportOptions | None = None) -> None:
         self.graph = graph
+        self.options = options or ImportOptions()
         self.module = ModelModule()
         self.names = TensorNames()  # short SSA names / C identifiers of the tensors
         self.folded: dict[int, np.ndarray] = {}
@@ -587,17 +593,17 @@ def _same_quantization(tensor: Tensor, output: Tensor) -> bool:
     )
 
 
-def import_graph(graph: Graph) -> ModuleOp:
+def import_graph(graph: Graph, options: ImportOptions | None = None) -> ModuleOp:
     from usmp_dialect.frontends.tflite import ops  # noqa: F401  (registers the handlers)
 
-    return TfliteImporter(graph).run()
+    return TfliteImporter(graph, options).run()
 
 
-def import_tflite(data: bytes, path: str) -> ModuleOp:
+def import_tflite(data: bytes, path: str, options: ImportOptions | None = None) -> ModuleOp:
     """The module of the `.tflite` model in `data` (SPEC §9), carrying `usmp.model`."""
-    module = import_graph(read_graph(data, path))
+    module = import_graph(read_graph(data, path), options)
     module.attributes[MODEL_ATTRIBUTE] = model_attribute(data, path)
     return module
 
 
-__all__ = ["OPERATORS", "OperatorContext", "import_tflite", "operator"]
+__all__ = ["OPERATORS", "ImportOptions", "OperatorContext", "import_tflite", "operator"]

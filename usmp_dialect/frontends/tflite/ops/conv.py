@@ -1,12 +1,17 @@
 """CONV_2D, DEPTHWISE_CONV_2D and FULLY_CONNECTED: int8 (per-tensor and per-channel), int16
 (TFLite's 16x8: int8 weights, an int64 or int32 bias, zero points 0), float32, and hybrid (int8
-weights, float activations: the weights are dequantised at import).
+weights, float activations).
 
 16x8 as TFLM's reference kernels compute it: each product `w * x` an int32, summed in the bias's
 type (TFLM instantiates its kernels with the bias type as the accumulator); an int64 sum is
 scaled by the 64-bit `MultiplyByQuantizedMultiplier` (a 16-bit multiplier, one rounding), an
 int32 one by the usual double-rounding one; no input or output offset (TFLM's int16 kernels
-have none)."""
+have none).
+
+A hybrid CONV_2D or FULLY_CONNECTED whose filter has one scale computes as LiteRT's hybrid
+kernel does (`kernels/hybrid.py`: the input quantised on the fly); the other hybrid layers, and
+every one with `hybrid="dequantize"`, use the weights dequantised at import and float
+arithmetic."""
 
 from __future__ import annotations
 
@@ -32,9 +37,16 @@ from usmp_dialect.frontends.tflite.ops.common import (
     window,
 )
 from usmp_dialect.frontends.tflite.reader import Operator, Tensor
-from usmp_dialect.kernels.conv import FloatActivation, QuantizedConv, conv2d, fold_input_offset
+from usmp_dialect.kernels.conv import (
+    FloatActivation,
+    QuantizedConv,
+    Window,
+    conv2d,
+    fold_input_offset,
+)
 from usmp_dialect.kernels.fixed_point import float32, quantize_multiplier
 from usmp_dialect.kernels.fully_connected import fully_connected
+from usmp_dialect.kernels.hybrid import HybridArithmetic
 from usmp_dialect.kernels.module import MemRefType, Requantization, memref_of
 
 
@@ -83,8 +95,21 @@ def _bias_dtype(context: OperatorContext) -> np.dtype | None:
     return bias.dtype if bias is not None else None
 
 
+def _hybrid(context: OperatorContext, dtype: np.dtype, activation: str) -> HybridArithmetic | None:
+    """LiteRT's hybrid arithmetic for a float layer with int8 weights of one scale and zero
+    point 0 (`conv.cc: EvalHybrid`), unless the import dequantises hybrid weights."""
+    filters = context.tensor(1)
+    if dtype != FLOAT32 or filters.dtype != INT8 or context.options.hybrid != "quantize":
+        return None
+    quant = quantization(context, filters)
+    if len(quant.scales) != 1 or int(quant.zero_points[0]) != 0:
+        return None
+    bounds = float_activation(activation)
+    return HybridArithmetic(float(np.float32(quant.scales[0])), bounds.low, bounds.high)
+
+
 def _weights_and_bias(
-    context: OperatorContext, dtype: np.dtype, channels: int
+    context: OperatorContext, dtype: np.dtype, channels: int, hybrid: bool = False
 ) -> tuple[np.ndarray, np.ndarray | None]:
     filters = context.tensor(1)
     weights = context.constant(1)
@@ -100,8 +125,8 @@ def _weights_and_bias(
                 f"{bias_tensor.describe()} is {bias.dtype.name}, {expected} expected"
             )  # type: ignore[union-attr]
     else:
-        if filters.dtype == INT8:  # hybrid model: dequantise the weights
-            weights = dequantized(context, filters, weights)
+        if filters.dtype == INT8:  # hybrid model: int8 products, or dequantised weights
+            weights = weights if hybrid else dequantized(context, filters, weights)
         elif filters.dtype != FLOAT32:
             raise context.fail(f"{filters.describe()} is {filters.dtype.name}")
         if bias is not None and bias.dtype != FLOAT32:
@@ -199,12 +224,19 @@ def convolution(context: OperatorContext) -> None:
     filter_window = window(
         context, options, source, output, (filters.shape[1], filters.shape[2]), dilation
     )
-    weights, bias = _weights_and_bias(context, dtype, out_channels)
+    # LiteRT's hybrid convolution ignores dilation; such layers stay dequantised.
+    dilated = dilation != (1, 1)
+    hybrid = None if depthwise or dilated else _hybrid(context, dtype, activation)
+    weights, bias = _weights_and_bias(context, dtype, out_channels, hybrid is not None)
     if depthwise and dtype == INT16 and bias is not None and bias.dtype != np.int64:
         # TFLM's 16x8 depthwise kernel reads its bias as int64 whatever the tensor's type
         raise context.fail("a 16x8 depthwise convolution needs an int64 bias")
-    arithmetic = _arithmetic(context, dtype, out_channels, activation)
-    arithmetic = _folded(context, arithmetic, weights, bias, depthwise)
+    arithmetic: QuantizedConv | FloatActivation | HybridArithmetic
+    if hybrid is not None:
+        arithmetic = hybrid
+    else:
+        arithmetic = _arithmetic(context, dtype, out_channels, activation)
+        arithmetic = _folded(context, arithmetic, weights, bias, depthwise)
     filter_symbol, bias_symbol = _symbols(context, weights, bias)
     conv2d(
         context.module,
@@ -244,6 +276,28 @@ def fully_connected_layer(context: OperatorContext) -> None:
     batches = input_size // depth
     if int(np.prod(output.shape)) != batches * units:
         raise context.fail(f"output shape {list(output.shape)} for {batches}x{units} results")
+    hybrid = _hybrid(context, dtype, activation)
+    if options is not None and options.AsymmetricQuantizeInputs():
+        hybrid = None  # LiteRT's asymmetric input quantisation: not reproduced yet
+    if hybrid is not None:
+        # LiteRT's hybrid fully connected layer is its hybrid 1x1 convolution over a
+        # [batches, 1, 1, depth] input: one quantisation per batch, the same output stage.
+        weights, bias = _weights_and_bias(context, dtype, units, hybrid=True)
+        filter_symbol, bias_symbol = _symbols(context, weights.reshape(units, 1, 1, depth), bias)
+        conv2d(
+            context.module,
+            context.name,
+            memref_of((batches, 1, 1, depth), dtype),
+            memref_of((batches, 1, 1, units), dtype),
+            filter_symbol,
+            bias_symbol,
+            Window((1, 1), (1, 1), (0, 0)),
+            hybrid,
+        )
+        source_value = context.view(context.value(0), (batches, 1, 1, depth))
+        output_value = context.view(context.result(), (batches, 1, 1, units))
+        context.call([source_value], [output_value])
+        return
     weights, bias = _weights_and_bias(context, dtype, units)
     per_tensor = dtype in (INT8, INT16) and len(quantization(context, filters).scales) == 1
     arithmetic = _arithmetic(context, dtype, units, activation, float_product=per_tensor)
