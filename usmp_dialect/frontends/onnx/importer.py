@@ -38,6 +38,7 @@ from usmp_dialect.dialects.usmp import (
     OperatorFacts,
 )
 from usmp_dialect.frontends.errors import ModelImportError
+from usmp_dialect.frontends.in_place import InPlaceStorage, check_mode
 from usmp_dialect.frontends.onnx.qdq import fuse_qdq
 from usmp_dialect.frontends.onnx.reader import Graph, Node, TensorInfo, read_graph
 from usmp_dialect.frontends.unsupported import Finding, report
@@ -304,7 +305,7 @@ def handler_of(node: Node) -> Handler | None:
 
 
 class OnnxImporter:
-    def __init__(self, graph: Graph) -> None:
+    def __init__(self, graph: Graph, in_place: str = "all") -> None:
         self.graph = graph
         self.module = ModelModule()
         self.names = TensorNames()  # short SSA names / C identifiers of the tensors
@@ -326,11 +327,9 @@ class OnnxImporter:
         self._arguments: dict[str, SSAValue] = {}
         # Concat in place: tensor -> (the Concat output it is a slice of, element offset).
         self.concat_slices = ConcatSlices(self._plan_concat_slices())
-        # Elementwise in place: the storage (a `memref.alloc` of ours) each tensor value lives
-        # in, the tensors living in each storage, and the values that span all of theirs.
-        self._storage: dict[SSAValue, SSAValue] = {}
-        self._tenants: dict[SSAValue, list[str]] = {}
-        self._whole: set[SSAValue] = set()
+        # Elementwise in place (`frontends/in_place.py`): the storage (a `memref.alloc` of
+        # ours) each tensor value lives in and the tensors living in each storage.
+        self.storage = InPlaceStorage[str](self._last_read, check_mode(in_place) != "none")
 
     def _static(self, name: str) -> TensorInfo | None:
         info = self.graph.infos.get(name)
@@ -419,54 +418,39 @@ class OnnxImporter:
             )
             assert isinstance(value.owner, memref.ViewOp)
             whole = name not in self.concat_slices.slices  # the outermost output
-            self._lives_in(name, value, value.owner.source, whole)
+            self.storage.lives_in(name, value, value.owner.source, whole)
         else:
             type_ = self._memref_type(context.node.describe(), name, self.graph.infos.get(name))
             alloc = memref.AllocOp([], [], type_)
             alloc.attributes[TENSOR_ATTRIBUTE] = StringAttr(name)
             value = self.main.insert(alloc)
             value.name_hint = self.names(name)
-            self._lives_in(name, value, value, whole=True)
+            self.storage.lives_in(name, value, value, whole=True)
         self.values[name] = value
         return value
 
-    def _lives_in(self, name: str, value: SSAValue, storage: SSAValue, whole: bool) -> None:
-        self._storage[value] = storage
-        self._tenants.setdefault(storage, []).append(name)
-        if whole:
-            self._whole.add(value)
-
     def in_place(self, context: NodeContext, position: int) -> SSAValue | None:
         """For an elementwise node, the buffer of input `position` seen with the shape of output
-        0, when the output may overwrite it: this node is the last to read anything in that
-        buffer, the input spans the whole buffer with the output's element count and type, no
-        other input of the node lives there, and the output is neither a graph output nor a
-        Concat slice. None otherwise."""
+        0 when the output may overwrite it (`InPlaceStorage.over`: this node is the last to read
+        anything in that buffer, the input spans it with the output's element count and size,
+        no other input lives there, the output is neither a graph output nor a Concat slice);
+        None otherwise."""
         name = context.output_name(0)
         value = self.values.get(context.input_name(position))
-        storage = self._storage.get(value) if value is not None else None
-        if value is None or storage is None or value not in self._whole:
+        if value is None:
             return None
         type_ = self._memref_type(context.node.describe(), name, self.graph.infos.get(name))
-        source = value.type
-        others = {
-            self._storage.get(self.values[tensor])
+        others = [
+            self.values[tensor]
             for index, tensor in enumerate(context.node.inputs)
             if index != position and tensor in self.values
-        }
-        if (
-            name in self._arguments
-            or self.concat_slices.covers(name)
-            or not isinstance(source, MemRefType)
-            or source.element_type != type_.element_type
-            or source.element_count() != type_.element_count()
-            or storage in others
-            or any(self._last_read[t] > context.node.index for t in self._tenants[storage])
-        ):
-            return None
-        viewed = context.view(value, tuple(type_.get_shape()))
-        self._lives_in(name, viewed, storage, whole=True)
-        self.values[name] = viewed
+        ]
+        pinned = name in self._arguments or self.concat_slices.covers(name)
+        viewed = self.storage.over(
+            context.node.index, name, type_, value, others, pinned, context.view
+        )
+        if viewed is not None:
+            self.values[name] = viewed
         return viewed
 
     def alias(self, context: NodeContext, name: str, value: SSAValue) -> None:
@@ -478,9 +462,7 @@ class OnnxImporter:
             self.main.insert(memref.CopyOp(viewed, argument))
             self.values[name] = argument
             return
-        storage = self._storage.get(value)
-        if storage is not None:
-            self._lives_in(name, viewed, storage, whole=value in self._whole)
+        self.storage.alias(name, viewed, value)
         self.values[name] = viewed
 
     def _io_quantization(self, tensor: str, kind: str) -> tuple[float, int] | None:
@@ -597,11 +579,14 @@ class OnnxImporter:
         return self.module.module()
 
 
-def import_onnx(data: bytes, path: str) -> ModuleOp:
-    """The module of the `.onnx` model in `data` (SPEC §9), carrying `usmp.model`."""
+def import_onnx(data: bytes, path: str, in_place: str = "all") -> ModuleOp:
+    """The module of the `.onnx` model in `data` (SPEC §9), carrying `usmp.model`; `in_place`
+    is one of `frontends.in_place.IN_PLACE_MODES` (ONNX runs elementwise nodes in place for
+    `all` and `elementwise`)."""
     from usmp_dialect.frontends.onnx import ops  # noqa: F401  (registers the handlers)
 
-    module = OnnxImporter(fuse_qdq(read_graph(data, path))).run()
+    check_mode(in_place)
+    module = OnnxImporter(fuse_qdq(read_graph(data, path)), in_place).run()
     module.attributes[MODEL_ATTRIBUTE] = model_attribute(data, path)
     return module
 

@@ -45,6 +45,7 @@ from usmp_dialect.dialects.usmp import (
     OperatorFacts,
 )
 from usmp_dialect.frontends.errors import ModelImportError
+from usmp_dialect.frontends.in_place import InPlaceStorage, check_mode
 from usmp_dialect.frontends.tflite.macs import operator_macs
 from usmp_dialect.frontends.tflite.reader import UNREADABLE, Graph, Operator, Tensor, read_graph
 from usmp_dialect.frontends.unsupported import Finding, report
@@ -130,6 +131,24 @@ class OperatorContext:
     def view(self, value: SSAValue, shape: tuple[int, ...]) -> SSAValue:
         """A contiguous memref seen with another shape (no copy)."""
         return self.importer.reshaped(value, shape)
+
+    def result_over(self, *positions: int) -> SSAValue:
+        """The memref an elementwise operator (each output element computed from its inputs'
+        elements at the same index) writes its output into: the buffer of the first input at
+        `positions` it may overwrite (`TfliteImporter.in_place`), else a new one."""
+        for position in positions:
+            if self.optional_tensor(position) is not None and not self.is_constant(position):
+                value = self.importer.in_place(self, position)
+                if value is not None:
+                    return value
+        return self.result()
+
+    def depthwise_in_place(self) -> SSAValue | None:
+        """For a depthwise convolution with depth multiplier 1 and one batch: the view of its
+        input's first bytes to write the output into, when the importer chose to run it in
+        place and it may overwrite its input (`InPlaceStorage.over`, the output no larger);
+        None otherwise (when it may, it is then recorded as a candidate)."""
+        return self.importer.depthwise_in_place(self)
 
     def fold(self, position: int, value: np.ndarray) -> None:
         self.importer.folded[self.op.outputs[position]] = value
@@ -224,7 +243,9 @@ def unsupported(graph: Graph) -> list[Finding]:
 
 
 class TfliteImporter:
-    def __init__(self, graph: Graph) -> None:
+    def __init__(
+        self, graph: Graph, in_place: str = "all", depthwise: frozenset[int] = frozenset()
+    ) -> None:
         self.graph = graph
         self.module = ModelModule()
         self.names = TensorNames()  # short SSA names / C identifiers of the tensors
@@ -239,6 +260,20 @@ class TfliteImporter:
         self._pending: list[tuple[int, SSAValue]] = []  # strided candidates just written
         self._early: dict[int, SSAValue] = {}  # outputs allocated before their operator runs
         self._strided_placed: dict[int, SSAValue] = {}
+        # In-place operators (`frontends/in_place.py`): the storage each tensor lives in.
+        self.in_place_mode = check_mode(in_place)
+        last_read: dict[int, float] = {}
+        for op in graph.operators:
+            for index in op.inputs:
+                if index >= 0:
+                    last_read[index] = op.index
+        for index in graph.outputs:
+            last_read[index] = float("inf")
+        self.storage = InPlaceStorage[int](last_read, self.in_place_mode != "none")
+        # Depthwise convolutions (operator indices) that run in place, and those that could
+        # but do not (the candidates `import_graph` chooses among).
+        self.depthwise = depthwise
+        self.depthwise_candidates: list[int] = []
 
     def _plan_concat_slices(self) -> dict[int, tuple[int, int]]:
         """Which CONCATENATION / PACK inputs are written straight into their slice (module
@@ -411,6 +446,9 @@ class TfliteImporter:
                 lambda index: self.names(tensors[index].name),
                 lambda index: tensors[index].name,
             )
+            assert isinstance(value.owner, memref.ViewOp)
+            whole = tensor.index not in self.concat_slices.slices  # the outermost output
+            self.storage.lives_in(tensor.index, value, value.owner.source, whole)
         else:
             alloc = memref.AllocOp([], [], self.memref_type(tensor))
             alloc.attributes[TENSOR_ATTRIBUTE] = StringAttr(tensor.name)
@@ -418,8 +456,68 @@ class TfliteImporter:
             value.name_hint = self.names(tensor.name)
             if tensor.index in self.strided:
                 self._pending.append((tensor.index, value))
+            else:  # a strided slice's buffer may still become a view of the concatenation
+                self.storage.lives_in(tensor.index, value, value, whole=True)
         self.values[tensor.index] = value
         return value
+
+    def _overwritable(
+        self,
+        context: OperatorContext,
+        position: int,
+        output: Tensor,
+        dry_run: bool = False,
+        smaller_output: bool = False,
+    ) -> SSAValue | None:
+        """Input `position`'s value seen as `output` when the operator may write `output` over
+        it (`InPlaceStorage.over`), else None; `dry_run`: only whether it may (the input's
+        value, nothing recorded)."""
+        value = self.values.get(context.op.inputs[position])
+        if value is None:
+            return None
+        others = [
+            self.values[index]
+            for at, index in enumerate(context.op.inputs)
+            if at != position and index in self.values
+        ]
+        pinned = (
+            output.index in self._arguments
+            or self.concat_slices.covers(output.index)
+            or output.index in self.strided
+        )
+        return self.storage.over(
+            context.op.index,
+            output.index,
+            self.memref_type(output),
+            value,
+            others,
+            pinned,
+            self.reshaped,
+            dry_run,
+            smaller_output,
+        )
+
+    def in_place(
+        self, context: OperatorContext, position: int, smaller_output: bool = False
+    ) -> SSAValue | None:
+        """For an elementwise operator, the buffer of input `position` seen with the shape of
+        output 0 when the output may overwrite it (`InPlaceStorage.over`); None otherwise."""
+        output = context.tensor(0, output=True)
+        viewed = self._overwritable(context, position, output, smaller_output=smaller_output)
+        if viewed is not None:
+            self.values[output.index] = viewed
+        return viewed
+
+    def depthwise_in_place(self, context: OperatorContext) -> SSAValue | None:
+        """See `OperatorContext.depthwise_in_place`."""
+        if self.in_place_mode != "all":
+            return None
+        if context.op.index in self.depthwise:
+            return self.in_place(context, 0, smaller_output=True)
+        output = context.tensor(0, output=True)
+        if self._overwritable(context, 0, output, dry_run=True, smaller_output=True) is not None:
+            self.depthwise_candidates.append(context.op.index)
+        return None
 
     def reshaped(self, value: SSAValue, shape: tuple[int, ...]) -> SSAValue:
         cast = reshape_view(value, shape)
@@ -434,6 +532,7 @@ class TfliteImporter:
             self.main.insert(memref.CopyOp(viewed, argument))
             self.values[tensor.index] = argument
             return
+        self.storage.alias(tensor.index, viewed, value)
         self.values[tensor.index] = viewed
 
     # -- the module ----------------------------------------------------------------------
@@ -520,15 +619,61 @@ def _same_quantization(tensor: Tensor, output: Tensor) -> bool:
     )
 
 
-def import_graph(graph: Graph) -> ModuleOp:
+def import_graph(graph: Graph, in_place: str = "all") -> ModuleOp:
+    """The module of `graph`. With `in_place="all"`, the depthwise convolutions that may run
+    in place are candidates: the first import runs none of them in place, and when some set of
+    them lowers the peak of its program (`choose_depthwise`), the model is imported again with
+    that set in place."""
     from usmp_dialect.frontends.tflite import ops  # noqa: F401  (registers the handlers)
 
-    return TfliteImporter(graph).run()
+    importer = TfliteImporter(graph, in_place)
+    module = importer.run()
+    chosen = choose_depthwise(module, importer.depthwise_candidates, graph)
+    if not chosen:
+        return module
+    return TfliteImporter(graph, in_place, chosen).run()
 
 
-def import_tflite(data: bytes, path: str) -> ModuleOp:
-    """The module of the `.tflite` model in `data` (SPEC §9), carrying `usmp.model`."""
-    module = import_graph(read_graph(data, path))
+def choose_depthwise(module: ModuleOp, candidates: list[int], graph: Graph) -> frozenset[int]:
+    """The candidate depthwise convolutions (operator indices) worth running in place in the
+    imported `module`: `graph.in_place.choose_merges` on the program's operator graph, each
+    candidate merging its output buffer into its input's with a temporary of one plane."""
+    if not candidates:
+        return frozenset()
+    from usmp_dialect.analysis.operator_graph import operator_graph
+    from usmp_dialect.graph.in_place import Merge, choose_merges
+
+    described = operator_graph(module)
+    if described is None:
+        return frozenset()
+    position = {
+        op.callee.root_reference.data: index
+        for index, op in enumerate(described.operations)
+        if isinstance(op, func.CallOp)
+    }
+    buffers = described.graph.buffers
+    merges: dict[Merge, int] = {}
+    for index in candidates:
+        step = position.get(f"depthwise_conv_2d_{index}")
+        if step is None:
+            continue
+        operator = described.graph.operators[step]
+        sources = {a.buffer for a in operator.reads if buffers[a.buffer].kind != "constant"}
+        targets = {a.buffer for a in operator.writes}
+        if len(sources) != 1 or len(targets) != 1:
+            continue
+        output = graph.tensors[graph.operators[index].outputs[0]]
+        _, height, width, _ = output.shape
+        plane_bytes = height * width * output.dtype.itemsize  # the temporary
+        merges[Merge(step, sources.pop(), targets.pop(), plane_bytes)] = index
+    return frozenset(merges[merge] for merge in choose_merges(described.graph, list(merges)))
+
+
+def import_tflite(data: bytes, path: str, in_place: str = "all") -> ModuleOp:
+    """The module of the `.tflite` model in `data` (SPEC §9), carrying `usmp.model`;
+    `in_place` is one of `frontends.in_place.IN_PLACE_MODES`."""
+    check_mode(in_place)
+    module = import_graph(read_graph(data, path), in_place)
     module.attributes[MODEL_ATTRIBUTE] = model_attribute(data, path)
     return module
 
