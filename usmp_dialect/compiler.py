@@ -149,6 +149,7 @@ def compile(
     seed: int = 0,
     entry: str = "main",
     constants: str = "text",
+    in_place: str = "all",
 ) -> CompiledModel:
     """Compiles a model (`.tflite`, `.onnx` or `.mlir` path, or the bytes of a `.tflite`
     file) with the canonical pipeline; see the module doc."""
@@ -169,6 +170,12 @@ def compile(
     from usmp_dialect.tools.usmp_opt import one_line
 
     data, source, frontend = _read(model, frontend)
+    from usmp_dialect.frontends.in_place import IN_PLACE_MODES
+
+    if in_place not in IN_PLACE_MODES:
+        raise CompileError(
+            f"invalid option: in_place must be one of {', '.join(IN_PLACE_MODES)}, not '{in_place}'"
+        )
     declarations = _declarations(workspace_pools, constant_pools)
     try:
         planner = UsmpPass(
@@ -185,7 +192,7 @@ def compile(
         if frontend == "mlir":
             module: ModuleOp = Parser(ctx, data.decode(), source).parse_module()
         else:
-            module = get_all_frontends()[frontend]()(data, source)
+            module = get_all_frontends()[frontend]()(data, source, in_place=in_place)
     except ModelImportError as error:
         raise CompileError(str(error)) from None
     except ParseError as error:

@@ -51,6 +51,7 @@ from xdsl.xdsl_opt_main import xDSLOptMain
 from usmp_dialect import __version__
 from usmp_dialect.frontends import Importer, get_all_frontends
 from usmp_dialect.frontends.errors import ModelImportError
+from usmp_dialect.frontends.in_place import IN_PLACE_MODES
 from usmp_dialect.passes.plan import PlanRecord, recording_plans
 from usmp_dialect.planning import PlanOptions
 from usmp_dialect.tools.analyze import ANALYZE_PASSES, analyse_module, analysis_table
@@ -281,6 +282,16 @@ class UsmpOptMain(xDSLOptMain):
         # xDSLOptMain builds a plain ArgumentParser; ours builds the overview for --help only.
         arg_parser.__class__ = _ArgumentParser
         arg_parser.add_argument(
+            "--in-place",
+            choices=IN_PLACE_MODES,
+            default="all",
+            help=(
+                "model import: which operators write their output over an input they read last "
+                "(all: elementwise ones, and depthwise convolutions where that lowers the peak; "
+                "none: no operator in place)"
+            ),
+        )
+        arg_parser.add_argument(
             "--analyze",
             action="store_true",
             help=(
@@ -382,7 +393,9 @@ class UsmpOptMain(xDSLOptMain):
         def parse_model(stream: IO[bytes]) -> ModuleOp:
             self._model_bytes = stream.read()
             try:
-                module = factory()(self._model_bytes, self.get_input_name())
+                module = factory()(
+                    self._model_bytes, self.get_input_name(), in_place=self.args.in_place
+                )
             except ModelImportError as error:
                 fail(str(error))
             module.verify()
