@@ -4,6 +4,7 @@ Run by hand from the checkout with the virtualenv active (`pip install -e '.[tes
 
     python benchmarks/in_place.py                     # MLPerf Tiny, MobileNetV2, ONNX zoo
     python benchmarks/in_place.py --no-onnx
+    python benchmarks/in_place.py --firmware          # also M4F instructions, changed models
 
 Per model, the module is imported with `in_place="none"` (no operator in place: the program as
 imported before issue 22, Concat in place aside) and with the default `in_place="all"`, and the
@@ -14,6 +15,10 @@ workspace (the default) and inside it (U4, as TFLite Micro counts its arena head
 says which transformations the default applied: elementwise operators written over their input
 (`ew`) and depthwise convolutions in place (`dw`), counted from the imported IR.
 
+With `--firmware`, every TFLite model whose program changed is also built for the Cortex-M4F
+both ways (`benchmarks/firmware.py`'s harness, `usmp-opt --in-place=none` against the default)
+and run on QEMU: instructions per inference, and the outputs must equal the x86 build's.
+
 Writes `benchmarks/results/inplace.md` (or `--output`).
 """
 
@@ -21,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import re
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -85,6 +91,34 @@ def measure(name: str, importer: Importer, data: bytes, path: str) -> Row:
     return Row(name, (before_out, after_out), (before_in, after_in), shared - depthwise, depthwise)
 
 
+def instructions(path: Path, in_place: str, directory: Path) -> int:
+    """M4F instructions of one inference of the model's firmware (outputs checked on x86)."""
+    from usmp_dialect.testing import firmware
+
+    model = firmware.model_from_file(path, flags=[f"--in-place={in_place}"])
+    comparison = firmware.compare(model, directory / in_place, firmware.CPUS["m4f"], (1,))
+    assert comparison.ok, comparison.mismatches
+    return firmware.measurement(comparison.firmware_output).instructions
+
+
+def firmware_table(rows: list[Row], paths: dict[str, Path]) -> list[str]:
+    lines = [
+        "| model | M4F instructions, --in-place=none | default | ratio |",
+        "|---|---:|---:|---:|",
+    ]
+    with tempfile.TemporaryDirectory() as directory:
+        for row in rows:
+            if row.model not in paths or not (row.elementwise or row.depthwise):
+                continue
+            before, after = (
+                instructions(paths[row.model], mode, Path(directory) / row.model)
+                for mode in ("none", "all")
+            )
+            lines.append(f"| {row.model} | {before:,} | {after:,} | {after / before:.4f} |")
+            print(lines[-1], flush=True)
+    return lines
+
+
 def table(rows: list[Row]) -> list[str]:
     lines = [
         "| model | I/O outside: before | after | ratio | I/O inside: before | after | ratio "
@@ -103,6 +137,7 @@ def table(rows: list[Row]) -> list[str]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--no-onnx", action="store_true")
+    parser.add_argument("--firmware", action="store_true")
     parser.add_argument("--output", type=Path, default=ROOT / "benchmarks/results/inplace.md")
     args = parser.parse_args()
     rows: list[Row] = []
@@ -113,6 +148,13 @@ def main() -> None:
     name = "MobileNetV2 0.3 @ 80x80 (1000 classes)"
     rows.append(measure(name, import_tflite, mobilenet, "mobilenetv2.tflite"))
     print(rows[-1], flush=True)
+    paths = {path.stem: path for path in MLPERF}
+    firmware_lines: list[str] = []
+    if args.firmware:
+        with tempfile.TemporaryDirectory() as directory:
+            paths[name] = Path(directory) / "mobilenetv2.tflite"
+            paths[name].write_bytes(mobilenet)
+            firmware_lines = firmware_table(rows, paths)
     onnx_rows: list[Row] = []
     if not args.no_onnx:
         for model in ONNX_ZOO:
@@ -132,6 +174,8 @@ def main() -> None:
         "",
         *table(rows),
     ]
+    if firmware_lines:
+        text += ["", "## Cortex-M4F (QEMU `mps2-an386`, `-icount shift=0`)", "", *firmware_lines]
     if onnx_rows:
         text += [
             "",
