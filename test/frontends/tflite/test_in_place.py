@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import shutil
+import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -19,6 +20,7 @@ import usmp_dialect
 from usmp_dialect.frontends.tflite.importer import import_tflite
 from usmp_dialect.testing import tflm
 from usmp_dialect.testing.tflite_writer import OperatorSpec, TensorSpec, write_model
+from usmp_dialect.validation.host import usmp_opt
 
 from .tflm_oracle import assert_matches
 
@@ -189,3 +191,17 @@ def test_matches_tflm(tmp_path: Path, float32: bool, stride: int, sanitize: bool
 def test_bad_option() -> None:
     with pytest.raises(usmp_dialect.CompileError, match="in_place must be one of"):
         usmp_dialect.compile(block_model(False, 1), in_place="some")
+
+
+def test_usmp_opt_option(tmp_path: Path) -> None:
+    model = tmp_path / "block.tflite"
+    model.write_bytes(block_model(False, 1))
+    command = [*usmp_opt(), str(model)]
+    bad = subprocess.run([*command, "--in-place=some"], capture_output=True, text=True)
+    assert bad.returncode == 1 and bad.stdout == ""
+    (line,) = bad.stderr.splitlines()
+    assert line.startswith("usmp-opt: error: ") and "--in-place" in line
+    none = subprocess.run([*command, "--in-place=none"], capture_output=True, text=True)
+    assert none.returncode == 0, none.stderr
+    calls = _roots_of_calls(none.stdout)
+    assert calls["depthwise_conv_2d_1"][0] != calls["depthwise_conv_2d_1"][1]
