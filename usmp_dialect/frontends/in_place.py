@@ -27,7 +27,8 @@ from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
-from xdsl.dialects.builtin import MemRefType
+from xdsl.dialects import func
+from xdsl.dialects.builtin import MemRefType, ModuleOp
 from xdsl.ir import SSAValue
 
 from usmp_dialect.dialects.usmp import buffer_size_bytes
@@ -151,6 +152,37 @@ class InPlaceStorage(Generic[K]):
         return viewed
 
 
+def choose_calls(module: ModuleOp, candidates: Mapping[str, int]) -> frozenset[str]:
+    """Of the candidate calls of `@main` (callee -> bytes of the temporary it would need to
+    run in place, each writing its one output over its one activation input), those worth
+    running in place: `graph.in_place.choose_merges` on the program's operator graph
+    (`analysis/operator_graph.py`, the planner's liveness), each candidate merging its output
+    buffer into its input's."""
+    if not candidates:
+        return frozenset()
+    from usmp_dialect.analysis.operator_graph import operator_graph
+    from usmp_dialect.graph.in_place import Merge, choose_merges
+
+    described = operator_graph(module)
+    if described is None:
+        return frozenset()
+    buffers = described.graph.buffers
+    merges: dict[Merge, str] = {}
+    for step, op in enumerate(described.operations):
+        if not isinstance(op, func.CallOp):
+            continue
+        callee = op.callee.root_reference.data
+        if callee not in candidates:
+            continue
+        operator = described.graph.operators[step]
+        sources = {a.buffer for a in operator.reads if buffers[a.buffer].kind != "constant"}
+        targets = {a.buffer for a in operator.writes}
+        if len(sources) == 1 and len(targets) == 1:
+            merge = Merge(step, sources.pop(), targets.pop(), candidates[callee])
+            merges[merge] = callee
+    return frozenset(merges[merge] for merge in choose_merges(described.graph, list(merges)))
+
+
 def check_mode(in_place: str) -> str:
     """`in_place` when it is one of `IN_PLACE_MODES`; a ValueError naming them otherwise."""
     if in_place not in IN_PLACE_MODES:
@@ -163,5 +195,6 @@ __all__ = [
     "InPlaceStorage",
     "Overwrite",
     "check_mode",
+    "choose_calls",
     "may_overwrite",
 ]

@@ -471,10 +471,15 @@ def conv2d_nchw(
     window: Window,
     arithmetic: QuantizedConv | FloatActivation,
     groups: int = 1,
+    in_place: bool = False,
 ) -> None:
     """Adds `@name(%input: NCHW, %output: NCHW)`: ONNX's grouped convolution, filters
     `[O, I / groups, KH, KW]` (depthwise when `groups` is the channel count). Summed in (ic, ky,
-    kx) order in a register, padding read implicitly as in `conv2d`."""
+    kx) order in a register, padding read implicitly as in `conv2d`.
+
+    `in_place` (depthwise, one input channel per output channel): the output is a view of the
+    input's first bytes, as in `conv2d`; channel c's plane goes to a temporary of one plane,
+    then to the output, over input channels c and before, all read already."""
     batches, _, height, width = input_type.get_shape()
     _, out_channels, out_height, out_width = output_type.get_shape()
     _, group_channels, kernel_height, kernel_width = filters[1].get_shape()
@@ -484,10 +489,15 @@ def conv2d_nchw(
     padded_h = _needs_bounds(height, out_height, kernel_height, stride_h, dilation_h, pad_top)
     padded_w = _needs_bounds(width, out_width, kernel_width, stride_w, dilation_w, pad_left)
     op, kernel, (source, target) = function(name, [("input", input_type), ("output", output_type)])
+    element = output_type.element_type
+    plane: Value | None = None
+    if in_place:
+        assert groups == out_channels and group_channels == 1
+        plane = kernel.insert(memref.AllocOp([], [], MemRefType(element, [out_height, out_width])))
+        plane.name_hint = "plane"
     weights = kernel.get_global(*filters)
     bias_value = kernel.get_global(*bias) if bias is not None else None
     quantized = isinstance(arithmetic, QuantizedConv)
-    element = output_type.element_type
     requantize = (
         RequantizeEmitter(module, kernel, name, arithmetic.requantization)
         if isinstance(arithmetic, QuantizedConv)
@@ -535,11 +545,27 @@ def conv2d_nchw(
             result = accumulated_output(
                 kernel, total, out_c, bias_value, requantize, arithmetic, element
             )
-            kernel.store(result, target, [batch, out_c, out_y, out_x])
+            if plane is not None:
+                kernel.store(result, plane, [out_y, out_x])
+            else:
+                kernel.store(result, target, [batch, out_c, out_y, out_x])
             return []
 
         kernel.loop(0, out_width, output_column)
 
-    kernel.loops([batches, out_channels, out_height], output_plane)
+    def in_place_plane(ivs: Sequence[Value]) -> None:
+        """Channel c's output plane into the temporary, then into the output."""
+        assert plane is not None
+        batch, out_c = ivs
+        kernel.loop(0, out_height, lambda out_y, _: output_plane([batch, out_c, out_y]) or [])
+        kernel.loops(
+            [out_height, out_width],
+            lambda yx: kernel.store(kernel.load(plane, yx), target, [batch, out_c, *yx]),
+        )
+
+    if plane is not None:
+        kernel.loops([batches, out_channels], in_place_plane)
+    else:
+        kernel.loops([batches, out_channels, out_height], output_plane)
     finish(kernel)
     module.add(op)

@@ -38,7 +38,7 @@ from usmp_dialect.dialects.usmp import (
     OperatorFacts,
 )
 from usmp_dialect.frontends.errors import ModelImportError
-from usmp_dialect.frontends.in_place import InPlaceStorage, check_mode
+from usmp_dialect.frontends.in_place import InPlaceStorage, check_mode, choose_calls
 from usmp_dialect.frontends.onnx.qdq import fuse_qdq
 from usmp_dialect.frontends.onnx.reader import Graph, Node, TensorInfo, read_graph
 from usmp_dialect.frontends.unsupported import Finding, report
@@ -189,6 +189,13 @@ class NodeContext:
                     return value
         return self.result()
 
+    def depthwise_in_place(self, produced: str) -> SSAValue | None:
+        """For a depthwise Conv (one input channel per group, one batch) writing `produced`:
+        the view of its input's first bytes to write the output into, when the importer chose
+        to run it in place and it may overwrite its input (`InPlaceStorage.over`, the output
+        no larger); None otherwise (when it may, it is then recorded as a candidate)."""
+        return self.importer.depthwise_in_place(self, produced)
+
     def view(self, value: SSAValue, shape: tuple[int, ...]) -> SSAValue:
         cast = reshape_view(value, shape)
         return value if cast is None else self.importer.main.insert(cast)
@@ -305,7 +312,9 @@ def handler_of(node: Node) -> Handler | None:
 
 
 class OnnxImporter:
-    def __init__(self, graph: Graph, in_place: str = "all") -> None:
+    def __init__(
+        self, graph: Graph, in_place: str = "all", depthwise: frozenset[int] = frozenset()
+    ) -> None:
         self.graph = graph
         self.module = ModelModule()
         self.names = TensorNames()  # short SSA names / C identifiers of the tensors
@@ -329,7 +338,12 @@ class OnnxImporter:
         self.concat_slices = ConcatSlices(self._plan_concat_slices())
         # Elementwise in place (`frontends/in_place.py`): the storage (a `memref.alloc` of
         # ours) each tensor value lives in and the tensors living in each storage.
-        self.storage = InPlaceStorage[str](self._last_read, check_mode(in_place) != "none")
+        self.in_place_mode = check_mode(in_place)
+        self.storage = InPlaceStorage[str](self._last_read, self.in_place_mode != "none")
+        # Depthwise Conv nodes (indices) that run in place, and the functions of those that
+        # could but do not, with their temporary's bytes (`import_onnx` chooses among them).
+        self.depthwise = depthwise
+        self.depthwise_candidates: dict[str, int] = {}
 
     def _static(self, name: str) -> TensorInfo | None:
         info = self.graph.infos.get(name)
@@ -429,13 +443,21 @@ class OnnxImporter:
         self.values[name] = value
         return value
 
-    def in_place(self, context: NodeContext, position: int) -> SSAValue | None:
+    def in_place(
+        self,
+        context: NodeContext,
+        position: int,
+        name: str | None = None,
+        smaller_output: bool = False,
+        dry_run: bool = False,
+    ) -> SSAValue | None:
         """For an elementwise node, the buffer of input `position` seen with the shape of output
         0 when the output may overwrite it (`InPlaceStorage.over`: this node is the last to read
         anything in that buffer, the input spans it with the output's element count and size,
         no other input lives there, the output is neither a graph output nor a Concat slice);
-        None otherwise."""
-        name = context.output_name(0)
+        None otherwise. `name`: the output tensor (default output 0; a fused node's);
+        `smaller_output`, `dry_run`: as `InPlaceStorage.over`'s."""
+        name = name or context.output_name(0)
         value = self.values.get(context.input_name(position))
         if value is None:
             return None
@@ -447,11 +469,30 @@ class OnnxImporter:
         ]
         pinned = name in self._arguments or self.concat_slices.covers(name)
         viewed = self.storage.over(
-            context.node.index, name, type_, value, others, pinned, context.view
+            context.node.index,
+            name,
+            type_,
+            value,
+            others,
+            pinned,
+            context.view,
+            dry_run,
+            smaller_output,
         )
-        if viewed is not None:
+        if viewed is not None and not dry_run:
             self.values[name] = viewed
         return viewed
+
+    def depthwise_in_place(self, context: NodeContext, produced: str) -> SSAValue | None:
+        """See `NodeContext.depthwise_in_place`."""
+        if self.in_place_mode != "all":
+            return None
+        if context.node.index in self.depthwise:
+            return self.in_place(context, 0, produced, smaller_output=True)
+        if self.in_place(context, 0, produced, smaller_output=True, dry_run=True) is not None:
+            _, _, height, width = context.output_shape()
+            self.depthwise_candidates[context.name] = height * width * 4  # float32
+        return None
 
     def alias(self, context: NodeContext, name: str, value: SSAValue) -> None:
         """`name` is `value` with its own shape; a graph output receives a copy instead."""
@@ -579,6 +620,10 @@ class OnnxImporter:
         return self.module.module()
 
 
+def _function(node: Node) -> str:
+    return f"{node.op_type.lower()}_{node.index}"
+
+
 def import_onnx(data: bytes, path: str, in_place: str = "all") -> ModuleOp:
     """The module of the `.onnx` model in `data` (SPEC §9), carrying `usmp.model`; `in_place`
     is one of `frontends.in_place.IN_PLACE_MODES` (ONNX runs elementwise nodes in place for
@@ -586,7 +631,14 @@ def import_onnx(data: bytes, path: str, in_place: str = "all") -> ModuleOp:
     from usmp_dialect.frontends.onnx import ops  # noqa: F401  (registers the handlers)
 
     check_mode(in_place)
-    module = OnnxImporter(fuse_qdq(read_graph(data, path)), in_place).run()
+    graph = fuse_qdq(read_graph(data, path))
+    importer = OnnxImporter(graph, in_place)
+    module = importer.run()
+    # Depthwise convolutions in place where that lowers the peak: imported again with them.
+    chosen = choose_calls(module, importer.depthwise_candidates)
+    if chosen:
+        nodes = frozenset(node.index for node in graph.nodes if _function(node) in chosen)
+        module = OnnxImporter(graph, in_place, nodes).run()
     module.attributes[MODEL_ATTRIBUTE] = model_attribute(data, path)
     return module
 

@@ -45,7 +45,7 @@ from usmp_dialect.dialects.usmp import (
     OperatorFacts,
 )
 from usmp_dialect.frontends.errors import ModelImportError
-from usmp_dialect.frontends.in_place import InPlaceStorage, check_mode
+from usmp_dialect.frontends.in_place import InPlaceStorage, check_mode, choose_calls
 from usmp_dialect.frontends.tflite.macs import operator_macs
 from usmp_dialect.frontends.tflite.reader import UNREADABLE, Graph, Operator, Tensor, read_graph
 from usmp_dialect.frontends.unsupported import Finding, report
@@ -636,37 +636,14 @@ def import_graph(graph: Graph, in_place: str = "all") -> ModuleOp:
 
 def choose_depthwise(module: ModuleOp, candidates: list[int], graph: Graph) -> frozenset[int]:
     """The candidate depthwise convolutions (operator indices) worth running in place in the
-    imported `module`: `graph.in_place.choose_merges` on the program's operator graph, each
-    candidate merging its output buffer into its input's with a temporary of one plane."""
-    if not candidates:
-        return frozenset()
-    from usmp_dialect.analysis.operator_graph import operator_graph
-    from usmp_dialect.graph.in_place import Merge, choose_merges
-
-    described = operator_graph(module)
-    if described is None:
-        return frozenset()
-    position = {
-        op.callee.root_reference.data: index
-        for index, op in enumerate(described.operations)
-        if isinstance(op, func.CallOp)
-    }
-    buffers = described.graph.buffers
-    merges: dict[Merge, int] = {}
+    imported `module` (`frontends.in_place.choose_calls`; the temporary is one output plane)."""
+    planes: dict[str, int] = {}
     for index in candidates:
-        step = position.get(f"depthwise_conv_2d_{index}")
-        if step is None:
-            continue
-        operator = described.graph.operators[step]
-        sources = {a.buffer for a in operator.reads if buffers[a.buffer].kind != "constant"}
-        targets = {a.buffer for a in operator.writes}
-        if len(sources) != 1 or len(targets) != 1:
-            continue
         output = graph.tensors[graph.operators[index].outputs[0]]
         _, height, width, _ = output.shape
-        plane_bytes = height * width * output.dtype.itemsize  # the temporary
-        merges[Merge(step, sources.pop(), targets.pop(), plane_bytes)] = index
-    return frozenset(merges[merge] for merge in choose_merges(described.graph, list(merges)))
+        planes[f"depthwise_conv_2d_{index}"] = height * width * output.dtype.itemsize
+    chosen = choose_calls(module, planes)
+    return frozenset(index for index in candidates if f"depthwise_conv_2d_{index}" in chosen)
 
 
 def import_tflite(data: bytes, path: str, in_place: str = "all") -> ModuleOp:
