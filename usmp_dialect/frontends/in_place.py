@@ -183,6 +183,29 @@ def choose_calls(module: ModuleOp, candidates: Mapping[str, int]) -> frozenset[s
     return frozenset(merges[merge] for merge in choose_merges(described.graph, list(merges)))
 
 
+def _peaks(module: ModuleOp) -> tuple[int, int] | None:
+    from usmp_dialect.analysis.operator_graph import operator_graph
+    from usmp_dialect.graph.graph import peak_live_bytes
+    from usmp_dialect.graph.in_place import with_io_inside
+
+    described = operator_graph(module)
+    if described is None:
+        return None
+    graph = described.graph
+    return peak_live_bytes(graph), peak_live_bytes(with_io_inside(graph))
+
+
+def lowers_peak(before: ModuleOp, after: ModuleOp) -> bool:
+    """Whether the program of `after` needs fewer live bytes than `before`'s in one accounting
+    of the inputs and outputs and no more in the other: the check that the import with the
+    chosen calls in place (whose other decisions may differ a little from those the choice
+    assumed) really pays."""
+    old, new = _peaks(before), _peaks(after)
+    if old is None or new is None:
+        return False
+    return all(n <= o for n, o in zip(new, old, strict=True)) and new != old
+
+
 def check_mode(in_place: str) -> str:
     """`in_place` when it is one of `IN_PLACE_MODES`; a ValueError naming them otherwise."""
     if in_place not in IN_PLACE_MODES:
@@ -196,5 +219,6 @@ __all__ = [
     "Overwrite",
     "check_mode",
     "choose_calls",
+    "lowers_peak",
     "may_overwrite",
 ]

@@ -38,7 +38,12 @@ from usmp_dialect.dialects.usmp import (
     OperatorFacts,
 )
 from usmp_dialect.frontends.errors import ModelImportError
-from usmp_dialect.frontends.in_place import InPlaceStorage, check_mode, choose_calls
+from usmp_dialect.frontends.in_place import (
+    InPlaceStorage,
+    check_mode,
+    choose_calls,
+    lowers_peak,
+)
 from usmp_dialect.frontends.onnx.qdq import fuse_qdq
 from usmp_dialect.frontends.onnx.reader import Graph, Node, TensorInfo, read_graph
 from usmp_dialect.frontends.unsupported import Finding, report
@@ -638,7 +643,9 @@ def import_onnx(data: bytes, path: str, in_place: str = "all") -> ModuleOp:
     chosen = choose_calls(module, importer.depthwise_candidates)
     if chosen:
         nodes = frozenset(node.index for node in graph.nodes if _function(node) in chosen)
-        module = OnnxImporter(graph, in_place, nodes).run()
+        transformed = OnnxImporter(graph, in_place, nodes).run()
+        if lowers_peak(module, transformed):
+            module = transformed
     module.attributes[MODEL_ATTRIBUTE] = model_attribute(data, path)
     return module
 

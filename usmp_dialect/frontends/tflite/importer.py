@@ -45,7 +45,12 @@ from usmp_dialect.dialects.usmp import (
     OperatorFacts,
 )
 from usmp_dialect.frontends.errors import ModelImportError
-from usmp_dialect.frontends.in_place import InPlaceStorage, check_mode, choose_calls
+from usmp_dialect.frontends.in_place import (
+    InPlaceStorage,
+    check_mode,
+    choose_calls,
+    lowers_peak,
+)
 from usmp_dialect.frontends.tflite.macs import operator_macs
 from usmp_dialect.frontends.tflite.reader import UNREADABLE, Graph, Operator, Tensor, read_graph
 from usmp_dialect.frontends.unsupported import Finding, report
@@ -631,7 +636,8 @@ def import_graph(graph: Graph, in_place: str = "all") -> ModuleOp:
     chosen = choose_depthwise(module, importer.depthwise_candidates, graph)
     if not chosen:
         return module
-    return TfliteImporter(graph, in_place, chosen).run()
+    transformed = TfliteImporter(graph, in_place, chosen).run()
+    return transformed if lowers_peak(module, transformed) else module
 
 
 def choose_depthwise(module: ModuleOp, candidates: list[int], graph: Graph) -> frozenset[int]:
