@@ -179,8 +179,8 @@ def main() -> None:
     if onnx_rows:
         text += [
             "",
-            "## ONNX Model Zoo (float; before = no node in place, after = elementwise nodes in "
-            "place, as the ONNX frontend did before issue 22)",
+            "## ONNX Model Zoo (float; `--in-place=elementwise` is the ONNX frontend's import "
+            "before issue 22, equal to `after` wherever `depthwise in place` is 0)",
             "",
             *table(onnx_rows),
         ]
