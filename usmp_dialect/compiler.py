@@ -10,8 +10,8 @@ compiled.write_project("kws")  # what `usmp-opt kws_ref_model.tflite -t project 
 
 It runs, in this process, what the README's command runs: the frontend of the file type,
 the pools of `workspace_pools` / `constant_pools` / `state_pools` declared as `usmp-opt`'s pool
-flags declare them (SPEC §6, §13), the canonical pipeline `usmp-import-memref,convert-linalg-to-loops,usmp`, and
-the `c` / `c-header` targets. A user error raises `CompileError` whose message is the line
+flags declare them (SPEC §6, §13), the canonical pipeline
+`usmp-import-memref,convert-linalg-to-loops,usmp`, and the `c` / `c-header` targets. A user error raises `CompileError` whose message is the line
 `usmp-opt` prints after `usmp-opt: error: `.
 """
 
@@ -153,10 +153,12 @@ def compile(
     seed: int = 0,
     entry: str = "main",
     constants: str = "text",
+    in_place: str = "all",
     hybrid: str = "quantize",
 ) -> CompiledModel:
     """Compiles a model (`.tflite`, `.onnx` or `.mlir` path, or the bytes of a `.tflite`
-    file) with the canonical pipeline; see the module doc. `hybrid`: `usmp-opt --hybrid`."""
+    file) with the canonical pipeline; see the module doc. `in_place`, `hybrid`: the import's
+    choices, as `usmp-opt --in-place`, `--hybrid` (`frontends.options.ImportOptions`)."""
     from xdsl.dialects.builtin import ModuleOp
     from xdsl.parser import Parser
     from xdsl.passes import ModulePass, PassPipeline
@@ -177,7 +179,7 @@ def compile(
     data, source, frontend = _read(model, frontend)
     declarations = _declarations(workspace_pools, constant_pools, state_pools)
     try:
-        import_options = ImportOptions(hybrid=hybrid)
+        import_options = ImportOptions(in_place=in_place, hybrid=hybrid)
         planner = UsmpPass(
             algorithm=algorithm,
             workspace_io=workspace_io,
@@ -192,11 +194,7 @@ def compile(
         if frontend == "mlir":
             module: ModuleOp = Parser(ctx, data.decode(), source).parse_module()
         else:
-            importer = get_all_frontends()[frontend]()
-            if frontend == "tflite":
-                module = importer(data, source, options=import_options)  # type: ignore[call-arg]
-            else:
-                module = importer(data, source)
+            module = get_all_frontends()[frontend]()(data, source, import_options)
     except ModelImportError as error:
         raise CompileError(str(error)) from None
     except ParseError as error:

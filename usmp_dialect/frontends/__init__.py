@@ -1,15 +1,23 @@
 """Model frontends of `usmp-opt`: a lazy table from file extension to importer.
 
-Each importer takes the file's bytes and its name (for messages) and returns a `ModuleOp` of
-standard MLIR (SPEC §9). Importing a frontend module pulls in its optional dependency, so the
-table holds factories that are only called when a file of that kind is read.
+Each importer takes the file's bytes, its name (for messages) and the import's choices
+(`options.ImportOptions`) and returns a `ModuleOp` of standard MLIR (SPEC §9). Importing a
+frontend module pulls in its optional dependency, so the table holds factories that are only
+called when a file of that kind is read.
 """
 
 from collections.abc import Callable
+from typing import Protocol
 
 from xdsl.dialects.builtin import ModuleOp
 
-Importer = Callable[[bytes, str], ModuleOp]
+from usmp_dialect.frontends.options import ImportOptions
+
+
+class Importer(Protocol):
+    def __call__(
+        self, data: bytes, path: str, options: ImportOptions | None = None
+    ) -> ModuleOp: ...
 
 
 def _tflite() -> Importer:

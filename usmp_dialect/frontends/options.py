@@ -1,21 +1,32 @@
 """Choices of a model import that change the program it writes (SPEC §9), kept apart from the
-importers so that `usmp-opt` can read them from its command line without importing `tflite`."""
+importers so that `usmp-opt` and `usmp_dialect.compile` can read them without importing
+`tflite` or `onnx`. Every model frontend takes one `ImportOptions`."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+IN_PLACE_MODES = ("all", "elementwise", "none")
+"""`in_place`: which operators write their output over an input they read last, most first."""
+
 HYBRID_MODES = ("quantize", "dequantize")
+"""`hybrid`: how TFLite layers with int8 weights and float activations compute."""
 
 
 @dataclass(frozen=True)
 class ImportOptions:
-    """`hybrid`: how TFLite layers with int8 weights and float activations compute —
-    `quantize` as LiteRT's hybrid kernels do (the input quantised on the fly, int8 products),
-    `dequantize` in float with the weights dequantised at import."""
+    """`in_place`: `all` (elementwise operators, and depthwise convolutions where that lowers
+    the peak), `elementwise`, or `none` (`frontends/in_place.py`). `hybrid`: `quantize` as
+    LiteRT's hybrid kernels do (the input quantised on the fly, int8 products), `dequantize` in
+    float with the weights dequantised at import."""
 
+    in_place: str = "all"
     hybrid: str = "quantize"
 
     def __post_init__(self) -> None:
-        if self.hybrid not in HYBRID_MODES:
-            raise ValueError(f"hybrid must be one of {', '.join(HYBRID_MODES)}: {self.hybrid!r}")
+        for option, value, modes in (
+            ("in_place", self.in_place, IN_PLACE_MODES),
+            ("hybrid", self.hybrid, HYBRID_MODES),
+        ):
+            if value not in modes:
+                raise ValueError(f"{option} must be one of {', '.join(modes)}, not '{value}'")

@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from xdsl.dialects import memref
 from xdsl.dialects.builtin import IntegerType, MemRefType, f32, i32, i64
 from xdsl.ir import Attribute
 
@@ -212,11 +213,19 @@ def conv2d(
     window: Window,
     arithmetic: QuantizedConv | FloatActivation | HybridArithmetic,
     depth_multiplier: int | None = None,
+    in_place: bool = False,
 ) -> None:
     """Adds `@name(%input, %output)`: a convolution, or a depthwise one when
     `depth_multiplier` is given (filters `[1, KH, KW, IC * depth_multiplier]`). Hybrid
     arithmetic quantises the float input into a scratch buffer first (`kernels/hybrid.py`) and
-    sums int8 products like the int8 kernel, with float outputs."""
+    sums int8 products like the int8 kernel, with float outputs.
+
+    `in_place` (a depthwise convolution with depth multiplier 1): the output is a view of the
+    input's first bytes, written over it the way TinyEngine does. Each output channel depends
+    on its own input channel only, so the channels run one after the other: the whole output
+    plane of channel c into a temporary of one plane (a scratch allocation the planner packs),
+    then into the output, whose channel-c elements lie on the input's channel-c elements of
+    earlier (or the same) positions, all read already."""
     batches, height, width, in_channels = input_type.get_shape()
     _, out_height, out_width, out_channels = output_type.get_shape()
     filter_shape = filters[1].get_shape()
@@ -225,7 +234,13 @@ def conv2d(
     pad_top, pad_left = window.padding
     padded_h = _needs_bounds(height, out_height, kernel_height, stride_h, dilation_h, pad_top)
     padded_w = _needs_bounds(width, out_width, kernel_width, stride_w, dilation_w, pad_left)
+    element = output_type.element_type
     op, kernel, (source, target) = function(name, [("input", input_type), ("output", output_type)])
+    plane: Value | None = None
+    if in_place:
+        assert depth_multiplier == 1 and in_channels == out_channels
+        plane = kernel.insert(memref.AllocOp([], [], MemRefType(element, [out_height, out_width])))
+        plane.name_hint = "plane"
     weights = kernel.get_global(*filters)
     hybrid = arithmetic if isinstance(arithmetic, HybridArithmetic) else None
     quantized = isinstance(arithmetic, QuantizedConv) or hybrid is not None
@@ -236,7 +251,6 @@ def conv2d(
         accumulator_type = arithmetic.accumulator
     else:
         accumulator_type = i32 if hybrid is not None else f32
-    element = output_type.element_type
     requantize = (
         RequantizeEmitter(module, kernel, name, arithmetic.requantization)
         if isinstance(arithmetic, QuantizedConv)
@@ -347,7 +361,10 @@ def conv2d(
                 arithmetic,
                 element,
             )
-            kernel.store(result, target, [batch, position.out_y, position.out_x, out_c])
+            if plane is not None:
+                kernel.store(result, plane, [position.out_y, position.out_x])
+            else:
+                kernel.store(result, target, [batch, position.out_y, position.out_x, out_c])
 
     def taps_of(
         segment: Segment, origin: Value, extent: int, size: int, dilation: int
@@ -406,6 +423,10 @@ def conv2d(
         y_taps: tuple[Value | int, Value | int],
         x_taps: tuple[Value | int, Value | int],
     ) -> None:
+        if in_place_channel is not None:  # in place: one channel at a time, outside
+            element_at(batch, positions, [in_place_channel], in_place_channel, y_taps, x_taps)
+            return
+
         def channel(c: Value, _: Sequence[Value]) -> list[Value]:
             if depth_multiplier is None:
                 block = [kernel.add(c, k) for k in range(channel_block)]
@@ -438,10 +459,30 @@ def conv2d(
     row_segments = segments(height, out_height, kernel_height, stride_h, dilation_h, pad_top)
     column_segments = segments(width, out_width, kernel_width, stride_w, dilation_w, pad_left)
 
+    in_place_channel: Value | None = None
+
     def batch_body(batch: Value, _: tuple[Value, ...]) -> list[Value]:
+        if plane is not None:
+            kernel.loop(0, in_channels, lambda c, _: in_place_plane(batch, c))
+            return []
         for rows in row_segments:
             for columns in column_segments:
                 output_rows(batch, rows, columns)
+        return []
+
+    def in_place_plane(batch: Value, c: Value) -> list[Value]:
+        """Channel c's output plane into the temporary, then over channel c."""
+        nonlocal in_place_channel
+        assert plane is not None
+        in_place_channel = c
+        for rows in row_segments:
+            for columns in column_segments:
+                output_rows(batch, rows, columns)
+        in_place_channel = None
+        kernel.loops(
+            [out_height, out_width],
+            lambda ivs: kernel.store(kernel.load(plane, ivs), target, [batch, *ivs, c]),
+        )
         return []
 
     kernel.loop(0, batches, batch_body)
@@ -459,10 +500,15 @@ def conv2d_nchw(
     window: Window,
     arithmetic: QuantizedConv | FloatActivation,
     groups: int = 1,
+    in_place: bool = False,
 ) -> None:
     """Adds `@name(%input: NCHW, %output: NCHW)`: ONNX's grouped convolution, filters
     `[O, I / groups, KH, KW]` (depthwise when `groups` is the channel count). Summed in (ic, ky,
-    kx) order in a register, padding read implicitly as in `conv2d`."""
+    kx) order in a register, padding read implicitly as in `conv2d`.
+
+    `in_place` (depthwise, one input channel per output channel): the output is a view of the
+    input's first bytes, as in `conv2d`; channel c's plane goes to a temporary of one plane,
+    then to the output, over input channels c and before, all read already."""
     batches, _, height, width = input_type.get_shape()
     _, out_channels, out_height, out_width = output_type.get_shape()
     _, group_channels, kernel_height, kernel_width = filters[1].get_shape()
@@ -472,10 +518,15 @@ def conv2d_nchw(
     padded_h = _needs_bounds(height, out_height, kernel_height, stride_h, dilation_h, pad_top)
     padded_w = _needs_bounds(width, out_width, kernel_width, stride_w, dilation_w, pad_left)
     op, kernel, (source, target) = function(name, [("input", input_type), ("output", output_type)])
+    element = output_type.element_type
+    plane: Value | None = None
+    if in_place:
+        assert groups == out_channels and group_channels == 1
+        plane = kernel.insert(memref.AllocOp([], [], MemRefType(element, [out_height, out_width])))
+        plane.name_hint = "plane"
     weights = kernel.get_global(*filters)
     bias_value = kernel.get_global(*bias) if bias is not None else None
     quantized = isinstance(arithmetic, QuantizedConv)
-    element = output_type.element_type
     requantize = (
         RequantizeEmitter(module, kernel, name, arithmetic.requantization)
         if isinstance(arithmetic, QuantizedConv)
@@ -523,11 +574,27 @@ def conv2d_nchw(
             result = accumulated_output(
                 kernel, total, out_c, bias_value, requantize, arithmetic, element
             )
-            kernel.store(result, target, [batch, out_c, out_y, out_x])
+            if plane is not None:
+                kernel.store(result, plane, [out_y, out_x])
+            else:
+                kernel.store(result, target, [batch, out_c, out_y, out_x])
             return []
 
         kernel.loop(0, out_width, output_column)
 
-    kernel.loops([batches, out_channels, out_height], output_plane)
+    def in_place_plane(ivs: Sequence[Value]) -> None:
+        """Channel c's output plane into the temporary, then into the output."""
+        assert plane is not None
+        batch, out_c = ivs
+        kernel.loop(0, out_height, lambda out_y, _: output_plane([batch, out_c, out_y]) or [])
+        kernel.loops(
+            [out_height, out_width],
+            lambda yx: kernel.store(kernel.load(plane, yx), target, [batch, out_c, *yx]),
+        )
+
+    if plane is not None:
+        kernel.loops([batches, out_channels], in_place_plane)
+    else:
+        kernel.loops([batches, out_channels, out_height], output_plane)
     finish(kernel)
     module.add(op)

@@ -32,7 +32,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
-import functools
 import inspect
 import re
 import sys
@@ -52,7 +51,7 @@ from xdsl.xdsl_opt_main import xDSLOptMain
 from usmp_dialect import __version__
 from usmp_dialect.frontends import Importer, get_all_frontends
 from usmp_dialect.frontends.errors import ModelImportError
-from usmp_dialect.frontends.options import HYBRID_MODES, ImportOptions
+from usmp_dialect.frontends.options import HYBRID_MODES, IN_PLACE_MODES, ImportOptions
 from usmp_dialect.passes.plan import PlanRecord, recording_plans
 from usmp_dialect.planning import PlanOptions
 from usmp_dialect.tools.analyze import ANALYZE_PASSES, analyse_module, analysis_table
@@ -283,6 +282,16 @@ class UsmpOptMain(xDSLOptMain):
         # xDSLOptMain builds a plain ArgumentParser; ours builds the overview for --help only.
         arg_parser.__class__ = _ArgumentParser
         arg_parser.add_argument(
+            "--in-place",
+            choices=IN_PLACE_MODES,
+            default="all",
+            help=(
+                "model import: which operators write their output over an input they read last "
+                "(all: elementwise ones, and depthwise convolutions where that lowers the peak; "
+                "none: no operator in place)"
+            ),
+        )
+        arg_parser.add_argument(
             "--analyze",
             action="store_true",
             help=(
@@ -396,11 +405,9 @@ class UsmpOptMain(xDSLOptMain):
         def parse_model(stream: IO[bytes]) -> ModuleOp:
             self._model_bytes = stream.read()
             importer = factory()
-            if name == "tflite":
-                options = ImportOptions(hybrid=self.args.hybrid)
-                importer = functools.partial(importer, options=options)
+            options = ImportOptions(in_place=self.args.in_place, hybrid=self.args.hybrid)
             try:
-                module = importer(self._model_bytes, self.get_input_name())
+                module = importer(self._model_bytes, self.get_input_name(), options)
             except ModelImportError as error:
                 fail(str(error))
             module.verify()

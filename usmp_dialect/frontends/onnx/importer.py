@@ -38,8 +38,15 @@ from usmp_dialect.dialects.usmp import (
     OperatorFacts,
 )
 from usmp_dialect.frontends.errors import ModelImportError
+from usmp_dialect.frontends.in_place import (
+    InPlaceStorage,
+    check_mode,
+    choose_calls,
+    lowers_peak,
+)
 from usmp_dialect.frontends.onnx.qdq import fuse_qdq
 from usmp_dialect.frontends.onnx.reader import Graph, Node, TensorInfo, read_graph
+from usmp_dialect.frontends.options import ImportOptions
 from usmp_dialect.frontends.unsupported import Finding, report
 from usmp_dialect.kernels.builder import KernelBuilder, finish, function
 from usmp_dialect.kernels.module import (
@@ -188,6 +195,13 @@ class NodeContext:
                     return value
         return self.result()
 
+    def depthwise_in_place(self, produced: str) -> SSAValue | None:
+        """For a depthwise Conv (one input channel per group, one batch) writing `produced`:
+        the view of its input's first bytes to write the output into, when the importer chose
+        to run it in place and it may overwrite its input (`InPlaceStorage.over`, the output
+        no larger); None otherwise (when it may, it is then recorded as a candidate)."""
+        return self.importer.depthwise_in_place(self, produced)
+
     def view(self, value: SSAValue, shape: tuple[int, ...]) -> SSAValue:
         cast = reshape_view(value, shape)
         return value if cast is None else self.importer.main.insert(cast)
@@ -304,7 +318,9 @@ def handler_of(node: Node) -> Handler | None:
 
 
 class OnnxImporter:
-    def __init__(self, graph: Graph) -> None:
+    def __init__(
+        self, graph: Graph, in_place: str = "all", depthwise: frozenset[int] = frozenset()
+    ) -> None:
         self.graph = graph
         self.module = ModelModule()
         self.names = TensorNames()  # short SSA names / C identifiers of the tensors
@@ -326,11 +342,14 @@ class OnnxImporter:
         self._arguments: dict[str, SSAValue] = {}
         # Concat in place: tensor -> (the Concat output it is a slice of, element offset).
         self.concat_slices = ConcatSlices(self._plan_concat_slices())
-        # Elementwise in place: the storage (a `memref.alloc` of ours) each tensor value lives
-        # in, the tensors living in each storage, and the values that span all of theirs.
-        self._storage: dict[SSAValue, SSAValue] = {}
-        self._tenants: dict[SSAValue, list[str]] = {}
-        self._whole: set[SSAValue] = set()
+        # Elementwise in place (`frontends/in_place.py`): the storage (a `memref.alloc` of
+        # ours) each tensor value lives in and the tensors living in each storage.
+        self.in_place_mode = check_mode(in_place)
+        self.storage = InPlaceStorage[str](self._last_read, self.in_place_mode != "none")
+        # Depthwise Conv nodes (indices) that run in place, and the functions of those that
+        # could but do not, with their temporary's bytes (`import_onnx` chooses among them).
+        self.depthwise = depthwise
+        self.depthwise_candidates: dict[str, int] = {}
 
     def _static(self, name: str) -> TensorInfo | None:
         info = self.graph.infos.get(name)
@@ -419,55 +438,67 @@ class OnnxImporter:
             )
             assert isinstance(value.owner, memref.ViewOp)
             whole = name not in self.concat_slices.slices  # the outermost output
-            self._lives_in(name, value, value.owner.source, whole)
+            self.storage.lives_in(name, value, value.owner.source, whole)
         else:
             type_ = self._memref_type(context.node.describe(), name, self.graph.infos.get(name))
             alloc = memref.AllocOp([], [], type_)
             alloc.attributes[TENSOR_ATTRIBUTE] = StringAttr(name)
             value = self.main.insert(alloc)
             value.name_hint = self.names(name)
-            self._lives_in(name, value, value, whole=True)
+            self.storage.lives_in(name, value, value, whole=True)
         self.values[name] = value
         return value
 
-    def _lives_in(self, name: str, value: SSAValue, storage: SSAValue, whole: bool) -> None:
-        self._storage[value] = storage
-        self._tenants.setdefault(storage, []).append(name)
-        if whole:
-            self._whole.add(value)
-
-    def in_place(self, context: NodeContext, position: int) -> SSAValue | None:
+    def in_place(
+        self,
+        context: NodeContext,
+        position: int,
+        name: str | None = None,
+        smaller_output: bool = False,
+        dry_run: bool = False,
+    ) -> SSAValue | None:
         """For an elementwise node, the buffer of input `position` seen with the shape of output
-        0, when the output may overwrite it: this node is the last to read anything in that
-        buffer, the input spans the whole buffer with the output's element count and type, no
-        other input of the node lives there, and the output is neither a graph output nor a
-        Concat slice. None otherwise."""
-        name = context.output_name(0)
+        0 when the output may overwrite it (`InPlaceStorage.over`: this node is the last to read
+        anything in that buffer, the input spans it with the output's element count and size,
+        no other input lives there, the output is neither a graph output nor a Concat slice);
+        None otherwise. `name`: the output tensor (default output 0; a fused node's);
+        `smaller_output`, `dry_run`: as `InPlaceStorage.over`'s."""
+        name = name or context.output_name(0)
         value = self.values.get(context.input_name(position))
-        storage = self._storage.get(value) if value is not None else None
-        if value is None or storage is None or value not in self._whole:
+        if value is None:
             return None
         type_ = self._memref_type(context.node.describe(), name, self.graph.infos.get(name))
-        source = value.type
-        others = {
-            self._storage.get(self.values[tensor])
+        others = [
+            self.values[tensor]
             for index, tensor in enumerate(context.node.inputs)
             if index != position and tensor in self.values
-        }
-        if (
-            name in self._arguments
-            or self.concat_slices.covers(name)
-            or not isinstance(source, MemRefType)
-            or source.element_type != type_.element_type
-            or source.element_count() != type_.element_count()
-            or storage in others
-            or any(self._last_read[t] > context.node.index for t in self._tenants[storage])
-        ):
-            return None
-        viewed = context.view(value, tuple(type_.get_shape()))
-        self._lives_in(name, viewed, storage, whole=True)
-        self.values[name] = viewed
+        ]
+        pinned = name in self._arguments or self.concat_slices.covers(name)
+        viewed = self.storage.over(
+            context.node.index,
+            name,
+            type_,
+            value,
+            others,
+            pinned,
+            context.view,
+            dry_run,
+            smaller_output,
+        )
+        if viewed is not None and not dry_run:
+            self.values[name] = viewed
         return viewed
+
+    def depthwise_in_place(self, context: NodeContext, produced: str) -> SSAValue | None:
+        """See `NodeContext.depthwise_in_place`."""
+        if self.in_place_mode != "all":
+            return None
+        if context.node.index in self.depthwise:
+            return self.in_place(context, 0, produced, smaller_output=True)
+        if self.in_place(context, 0, produced, smaller_output=True, dry_run=True) is not None:
+            _, _, height, width = context.output_shape()
+            self.depthwise_candidates[context.name] = height * width * 4  # float32
+        return None
 
     def alias(self, context: NodeContext, name: str, value: SSAValue) -> None:
         """`name` is `value` with its own shape; a graph output receives a copy instead."""
@@ -478,9 +509,7 @@ class OnnxImporter:
             self.main.insert(memref.CopyOp(viewed, argument))
             self.values[name] = argument
             return
-        storage = self._storage.get(value)
-        if storage is not None:
-            self._lives_in(name, viewed, storage, whole=value in self._whole)
+        self.storage.alias(name, viewed, value)
         self.values[name] = viewed
 
     def _io_quantization(self, tensor: str, kind: str) -> tuple[float, int] | None:
@@ -597,11 +626,27 @@ class OnnxImporter:
         return self.module.module()
 
 
-def import_onnx(data: bytes, path: str) -> ModuleOp:
-    """The module of the `.onnx` model in `data` (SPEC §9), carrying `usmp.model`."""
+def _function(node: Node) -> str:
+    return f"{node.op_type.lower()}_{node.index}"
+
+
+def import_onnx(data: bytes, path: str, options: ImportOptions | None = None) -> ModuleOp:
+    """The module of the `.onnx` model in `data` (SPEC §9), carrying `usmp.model`, imported
+    with `options` (`frontends.options.ImportOptions`; ONNX runs elementwise nodes in place for
+    `in_place="all"` and `"elementwise"`)."""
     from usmp_dialect.frontends.onnx import ops  # noqa: F401  (registers the handlers)
 
-    module = OnnxImporter(fuse_qdq(read_graph(data, path))).run()
+    in_place = (options or ImportOptions()).in_place
+    graph = fuse_qdq(read_graph(data, path))
+    importer = OnnxImporter(graph, in_place)
+    module = importer.run()
+    # Depthwise convolutions in place where that lowers the peak: imported again with them.
+    chosen = choose_calls(module, importer.depthwise_candidates)
+    if chosen:
+        nodes = frozenset(node.index for node in graph.nodes if _function(node) in chosen)
+        transformed = OnnxImporter(graph, in_place, nodes).run()
+        if lowers_peak(module, transformed):
+            module = transformed
     module.attributes[MODEL_ATTRIBUTE] = model_attribute(data, path)
     return module
 

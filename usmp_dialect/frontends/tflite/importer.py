@@ -45,6 +45,11 @@ from usmp_dialect.dialects.usmp import (
     OperatorFacts,
 )
 from usmp_dialect.frontends.errors import ModelImportError
+from usmp_dialect.frontends.in_place import (
+    InPlaceStorage,
+    choose_calls,
+    lowers_peak,
+)
 from usmp_dialect.frontends.options import ImportOptions
 from usmp_dialect.frontends.tflite.macs import operator_macs
 from usmp_dialect.frontends.tflite.reader import UNREADABLE, Graph, Operator, Tensor, read_graph
@@ -139,6 +144,24 @@ class OperatorContext:
     def view(self, value: SSAValue, shape: tuple[int, ...]) -> SSAValue:
         """A contiguous memref seen with another shape (no copy)."""
         return self.importer.reshaped(value, shape)
+
+    def result_over(self, *positions: int) -> SSAValue:
+        """The memref an elementwise operator (each output element computed from its inputs'
+        elements at the same index) writes its output into: the buffer of the first input at
+        `positions` it may overwrite (`TfliteImporter.in_place`), else a new one."""
+        for position in positions:
+            if self.optional_tensor(position) is not None and not self.is_constant(position):
+                value = self.importer.in_place(self, position)
+                if value is not None:
+                    return value
+        return self.result()
+
+    def depthwise_in_place(self) -> SSAValue | None:
+        """For a depthwise convolution with depth multiplier 1 and one batch: the view of its
+        input's first bytes to write the output into, when the importer chose to run it in
+        place and it may overwrite its input (`InPlaceStorage.over`, the output no larger);
+        None otherwise (when it may, it is then recorded as a candidate)."""
+        return self.importer.depthwise_in_place(self)
 
     def fold(self, position: int, value: np.ndarray) -> None:
         self.importer.folded[self.op.outputs[position]] = value
@@ -243,7 +266,12 @@ def unsupported(graph: Graph) -> list[Finding]:
 
 
 class TfliteImporter:
-    def __init__(self, graph: Graph, options: ImportOptions | None = None) -> None:
+    def __init__(
+        self,
+        graph: Graph,
+        options: ImportOptions | None = None,
+        depthwise: frozenset[int] = frozenset(),
+    ) -> None:
         self.graph = graph
         self.options = options or ImportOptions()
         self.module = ModelModule()
@@ -260,6 +288,20 @@ class TfliteImporter:
         self._pending: list[tuple[int, SSAValue]] = []  # strided candidates just written
         self._early: dict[int, SSAValue] = {}  # outputs allocated before their operator runs
         self._strided_placed: dict[int, SSAValue] = {}
+        # In-place operators (`frontends/in_place.py`): the storage each tensor lives in.
+        self.in_place_mode = self.options.in_place
+        last_read: dict[int, float] = {}
+        for op in graph.operators:
+            for index in op.inputs:
+                if index >= 0:
+                    last_read[index] = op.index
+        for index in graph.outputs:
+            last_read[index] = float("inf")
+        self.storage = InPlaceStorage[int](last_read, self.in_place_mode != "none")
+        # Depthwise convolutions (operator indices) that run in place, and those that could
+        # but do not (the candidates `import_graph` chooses among).
+        self.depthwise = depthwise
+        self.depthwise_candidates: list[int] = []
 
     def _plan_concat_slices(self) -> dict[int, tuple[int, int]]:
         """Which CONCATENATION / PACK inputs are written straight into their slice (module
@@ -474,6 +516,9 @@ class TfliteImporter:
                 lambda index: self.names(tensors[index].name),
                 lambda index: tensors[index].name,
             )
+            assert isinstance(value.owner, memref.ViewOp)
+            whole = tensor.index not in self.concat_slices.slices  # the outermost output
+            self.storage.lives_in(tensor.index, value, value.owner.source, whole)
         else:
             alloc = memref.AllocOp([], [], self.memref_type(tensor))
             alloc.attributes[TENSOR_ATTRIBUTE] = StringAttr(tensor.name)
@@ -481,8 +526,68 @@ class TfliteImporter:
             value.name_hint = self.names(tensor.name)
             if tensor.index in self.strided:
                 self._pending.append((tensor.index, value))
+            else:  # a strided slice's buffer may still become a view of the concatenation
+                self.storage.lives_in(tensor.index, value, value, whole=True)
         self.values[tensor.index] = value
         return value
+
+    def _overwritable(
+        self,
+        context: OperatorContext,
+        position: int,
+        output: Tensor,
+        dry_run: bool = False,
+        smaller_output: bool = False,
+    ) -> SSAValue | None:
+        """Input `position`'s value seen as `output` when the operator may write `output` over
+        it (`InPlaceStorage.over`), else None; `dry_run`: only whether it may (the input's
+        value, nothing recorded)."""
+        value = self.values.get(context.op.inputs[position])
+        if value is None:
+            return None
+        others = [
+            self.values[index]
+            for at, index in enumerate(context.op.inputs)
+            if at != position and index in self.values
+        ]
+        pinned = (
+            output.index in self._arguments
+            or self.concat_slices.covers(output.index)
+            or output.index in self.strided
+        )
+        return self.storage.over(
+            context.op.index,
+            output.index,
+            self.memref_type(output),
+            value,
+            others,
+            pinned,
+            self.reshaped,
+            dry_run,
+            smaller_output,
+        )
+
+    def in_place(
+        self, context: OperatorContext, position: int, smaller_output: bool = False
+    ) -> SSAValue | None:
+        """For an elementwise operator, the buffer of input `position` seen with the shape of
+        output 0 when the output may overwrite it (`InPlaceStorage.over`); None otherwise."""
+        output = context.tensor(0, output=True)
+        viewed = self._overwritable(context, position, output, smaller_output=smaller_output)
+        if viewed is not None:
+            self.values[output.index] = viewed
+        return viewed
+
+    def depthwise_in_place(self, context: OperatorContext) -> SSAValue | None:
+        """See `OperatorContext.depthwise_in_place`."""
+        if self.in_place_mode != "all":
+            return None
+        if context.op.index in self.depthwise:
+            return self.in_place(context, 0, smaller_output=True)
+        output = context.tensor(0, output=True)
+        if self._overwritable(context, 0, output, dry_run=True, smaller_output=True) is not None:
+            self.depthwise_candidates.append(context.op.index)
+        return None
 
     def reshaped(self, value: SSAValue, shape: tuple[int, ...]) -> SSAValue:
         cast = reshape_view(value, shape)
@@ -497,6 +602,7 @@ class TfliteImporter:
             self.main.insert(memref.CopyOp(viewed, argument))
             self.values[tensor.index] = argument
             return
+        self.storage.alias(tensor.index, viewed, value)
         self.values[tensor.index] = viewed
 
     # -- the module ----------------------------------------------------------------------
@@ -594,13 +700,36 @@ def _same_quantization(tensor: Tensor, output: Tensor) -> bool:
 
 
 def import_graph(graph: Graph, options: ImportOptions | None = None) -> ModuleOp:
+    """The module of `graph`. With `in_place="all"`, the depthwise convolutions that may run
+    in place are candidates: the first import runs none of them in place, and when some set of
+    them lowers the peak of its program (`choose_depthwise`), the model is imported again with
+    that set in place."""
     from usmp_dialect.frontends.tflite import ops  # noqa: F401  (registers the handlers)
 
-    return TfliteImporter(graph, options).run()
+    importer = TfliteImporter(graph, options)
+    module = importer.run()
+    chosen = choose_depthwise(module, importer.depthwise_candidates, graph)
+    if not chosen:
+        return module
+    transformed = TfliteImporter(graph, options, chosen).run()
+    return transformed if lowers_peak(module, transformed) else module
+
+
+def choose_depthwise(module: ModuleOp, candidates: list[int], graph: Graph) -> frozenset[int]:
+    """The candidate depthwise convolutions (operator indices) worth running in place in the
+    imported `module` (`frontends.in_place.choose_calls`; the temporary is one output plane)."""
+    planes: dict[str, int] = {}
+    for index in candidates:
+        output = graph.tensors[graph.operators[index].outputs[0]]
+        _, height, width, _ = output.shape
+        planes[f"depthwise_conv_2d_{index}"] = height * width * output.dtype.itemsize
+    chosen = choose_calls(module, planes)
+    return frozenset(index for index in candidates if f"depthwise_conv_2d_{index}" in chosen)
 
 
 def import_tflite(data: bytes, path: str, options: ImportOptions | None = None) -> ModuleOp:
-    """The module of the `.tflite` model in `data` (SPEC §9), carrying `usmp.model`."""
+    """The module of the `.tflite` model in `data` (SPEC §9), carrying `usmp.model`, imported
+    with `options` (`frontends.options.ImportOptions`)."""
     module = import_graph(read_graph(data, path), options)
     module.attributes[MODEL_ATTRIBUTE] = model_attribute(data, path)
     return module

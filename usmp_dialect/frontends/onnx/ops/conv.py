@@ -86,6 +86,9 @@ def convolution(context: NodeContext) -> None:
         if bias is not None
         else None
     )
+    # TinyEngine's in-place depthwise convolution, where it lowers the peak (importer).
+    depthwise = groups == channels == out_channels and batches == 1
+    target = context.depthwise_in_place(produced) if depthwise else None
     conv2d_nchw(
         module,
         context.name,
@@ -96,8 +99,11 @@ def convolution(context: NodeContext) -> None:
         window,
         activation,
         groups,
+        in_place=target is not None,
     )
-    context.call([context.value(0)], [context.result(name=produced)])
+    context.call(
+        [context.value(0)], [target if target is not None else context.result(name=produced)]
+    )
 
 
 def _dense(context: NodeContext, weights: np.ndarray, bias: np.ndarray | None) -> None:

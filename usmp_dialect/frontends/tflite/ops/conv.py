@@ -238,6 +238,12 @@ def convolution(context: OperatorContext) -> None:
         arithmetic = _arithmetic(context, dtype, out_channels, activation)
         arithmetic = _folded(context, arithmetic, weights, bias, depthwise)
     filter_symbol, bias_symbol = _symbols(context, weights, bias)
+    # TinyEngine's in-place depthwise convolution, where it lowers the peak (importer).
+    target = (
+        context.depthwise_in_place()
+        if depth_multiplier == 1 and batches == 1 and dtype == output.dtype
+        else None
+    )
     conv2d(
         context.module,
         context.name,
@@ -248,8 +254,9 @@ def convolution(context: OperatorContext) -> None:
         filter_window,
         arithmetic,
         depth_multiplier,
+        in_place=target is not None,
     )
-    context.call([context.value(0)], [context.result()])
+    context.call([context.value(0)], [target if target is not None else context.result()])
 
 
 def _supported_fully_connected(op: Operator) -> str | None:

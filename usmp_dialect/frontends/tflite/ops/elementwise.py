@@ -165,7 +165,9 @@ def binary_arithmetic(context: OperatorContext) -> None:
             values.append(context.view(context.value(position), shape))
     output_type = memref_of(shapes.output, dtype)
     binary(context.module, context.name, (operands[0], operands[1]), output_type, arithmetic)
-    context.call(values, [context.view(context.result(), shapes.output)])
+    # In place over an input of the output's shape whose last reader this is.
+    target = context.result_over(*(p for p, t in enumerate((lhs, rhs)) if t.shape == output.shape))
+    context.call(values, [context.view(target, shapes.output)])
 
 
 def _unary(context: OperatorContext, arithmetic: UnaryArithmetic) -> None:
@@ -184,7 +186,8 @@ def _unary(context: OperatorContext, arithmetic: UnaryArithmetic) -> None:
         arithmetic,
     )
     context.call(
-        [context.view(context.value(0), (size,))], [context.view(context.result(), (size,))]
+        [context.view(context.value(0), (size,))],
+        [context.view(context.result_over(0), (size,))],
     )
 
 
