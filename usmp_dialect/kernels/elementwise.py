@@ -28,6 +28,7 @@ from xdsl.ir import Attribute
 from usmp_dialect.kernels.builder import INDEX, KernelBuilder, Value, finish, function
 from usmp_dialect.kernels.conv import FloatActivation, clamp_float
 from usmp_dialect.kernels.fixed_point import emit_multiply_by_quantized_multiplier
+from usmp_dialect.kernels.float_math import FloatMath, emit_float_math
 from usmp_dialect.kernels.module import ModelModule
 
 # -- broadcasting ----------------------------------------------------------------------------
@@ -271,7 +272,7 @@ class LeakyRelu:
 
 
 UnaryArithmetic = (
-    Quantize | Dequantize | Requantize | Lookup | FloatFunction | FloatClamp | LeakyRelu
+    Quantize | Dequantize | Requantize | Lookup | FloatFunction | FloatClamp | LeakyRelu | FloatMath
 )
 
 LOGISTIC_UPPER = 16.619047164916992  # TFLite's cut-offs: 1 above, exp(x) below
@@ -302,6 +303,8 @@ def _unary_element(
         )
     if isinstance(arithmetic, FloatFunction):
         return lambda x: _float_function(kernel, arithmetic.kind, x)
+    if isinstance(arithmetic, FloatMath):
+        return lambda x: emit_float_math(kernel, arithmetic, x)
     if isinstance(arithmetic, FloatClamp):
         return lambda x: clamp_float(kernel, x, FloatActivation(arithmetic.low, arithmetic.high))
     if isinstance(arithmetic, LeakyRelu):

@@ -2,6 +2,7 @@
 package registers them all in `importer.OPERATORS`."""
 
 from usmp_dialect.frontends.tflite.ops import (
+    activations,
     conv,
     data_movement,
     elementwise,
@@ -13,6 +14,7 @@ from usmp_dialect.frontends.tflite.ops import (
 )
 
 __all__ = [
+    "activations",
     "conv",
     "data_movement",
     "elementwise",
