@@ -25,6 +25,7 @@ from xdsl.dialects import math
 from xdsl.dialects.builtin import MemRefType, f32, i8, i32
 from xdsl.ir import Attribute
 
+from usmp_dialect.kernels.binary_math import BinaryMath, emit_binary_math
 from usmp_dialect.kernels.builder import INDEX, KernelBuilder, Value, finish, function
 from usmp_dialect.kernels.conv import FloatActivation, clamp_float
 from usmp_dialect.kernels.fixed_point import emit_multiply_by_quantized_multiplier
@@ -120,7 +121,7 @@ class FloatBinary:
     activation: FloatActivation
 
 
-BinaryArithmetic = QuantizedAdd | QuantizedMul | FloatBinary
+BinaryArithmetic = QuantizedAdd | QuantizedMul | FloatBinary | BinaryMath
 
 
 @dataclass(frozen=True)
@@ -133,6 +134,8 @@ class Operand:
 
 
 def _combine(kernel: KernelBuilder, arithmetic: BinaryArithmetic, x: Value, y: Value) -> Value:
+    if not isinstance(arithmetic, QuantizedAdd | QuantizedMul | FloatBinary):
+        return emit_binary_math(kernel, arithmetic, x, y)
     if isinstance(arithmetic, FloatBinary):
         operation = {
             "add": kernel.add,

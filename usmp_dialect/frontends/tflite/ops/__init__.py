@@ -3,6 +3,7 @@ package registers them all in `importer.OPERATORS`."""
 
 from usmp_dialect.frontends.tflite.ops import (
     activations,
+    binary,
     conv,
     data_movement,
     elementwise,
@@ -15,6 +16,7 @@ from usmp_dialect.frontends.tflite.ops import (
 
 __all__ = [
     "activations",
+    "binary",
     "conv",
     "data_movement",
     "elementwise",
