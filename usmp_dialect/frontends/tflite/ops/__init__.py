@@ -10,6 +10,7 @@ from usmp_dialect.frontends.tflite.ops import (
     fold,
     pooling,
     reduce,
+    resize,
     shape,
     softmax,
 )
@@ -23,6 +24,7 @@ __all__ = [
     "fold",
     "pooling",
     "reduce",
+    "resize",
     "shape",
     "softmax",
 ]
