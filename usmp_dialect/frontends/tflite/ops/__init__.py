@@ -13,6 +13,7 @@ from usmp_dialect.frontends.tflite.ops import (
     resize,
     shape,
     softmax,
+    transpose_conv,
 )
 
 __all__ = [
@@ -27,4 +28,5 @@ __all__ = [
     "resize",
     "shape",
     "softmax",
+    "transpose_conv",
 ]
