@@ -1,5 +1,6 @@
-"""MEAN, SUM and REDUCE_MAX over constant axes, int8 (TFLite Micro's requantisation, for MEAN
-also when the input and output quantisations are equal) and float32."""
+"""MEAN, SUM, REDUCE_MAX and REDUCE_MIN over constant axes, int8 (TFLite Micro's
+requantisation, for MEAN also when the input and output quantisations are equal) and
+float32."""
 
 from __future__ import annotations
 
@@ -13,10 +14,10 @@ from usmp_dialect.kernels.fixed_point import quantize_multiplier
 from usmp_dialect.kernels.module import memref_of
 from usmp_dialect.kernels.reduce import QuantizedMean, reduce
 
-_KINDS = {"MEAN": "mean", "SUM": "sum", "REDUCE_MAX": "max"}
+_KINDS = {"MEAN": "mean", "SUM": "sum", "REDUCE_MAX": "max", "REDUCE_MIN": "min"}
 
 
-@operator("MEAN", "SUM", "REDUCE_MAX")
+@operator("MEAN", "SUM", "REDUCE_MAX", "REDUCE_MIN")
 def reduction(context: OperatorContext) -> None:
     options = context.op.option(tflite.ReducerOptions)
     keep_dims = bool(options.KeepDims()) if options is not None else False
@@ -39,7 +40,7 @@ def reduction(context: OperatorContext) -> None:
         raise context.fail(f"the output shape {list(output.shape)} should be {list(expected)}")
     kind = _KINDS[context.op.opcode]
     quantized = None
-    if dtype == INT8 and kind == "max":
+    if dtype == INT8 and kind in ("max", "min"):
         same_quantization(context, [source], output)
     elif dtype == INT8:
         source_q, output_q = quantization(context, source), quantization(context, output)
