@@ -1,5 +1,5 @@
 """int8 tables of TensorFlow Lite Micro's one-input integer kernels: RELU, RELU6, LEAKY_RELU,
-HARD_SWISH, ELU and ABS.
+HARD_SWISH, ELU, ABS and RSQRT.
 
 An int8 input has 256 values, so the importer runs TFLM's kernel once per value, here in
 Python, on exact integers (and float32 where TFLM computes in float), with the parameters its
@@ -20,6 +20,10 @@ from usmp_dialect.kernels.fixed_point import (
     multiply_by_quantized_multiplier_reference,
     quantize_multiplier,
     round_half_away,
+    rounding_divide_by_pot,
+    saturating_rounding_doubling_high_mul,
+    saturating_rounding_multiply_by_pot,
+    wrap32,
 )
 
 Quant = tuple[float, int]  # (scale as stored, a float32; zero point)
@@ -190,3 +194,55 @@ def abs_table(source: Quant, target: Quant) -> np.ndarray:
         return value + target[1]
 
     return _table(absolute)
+
+
+def inv_sqrt_quantized_multiplier_exp(value: int, reverse_shift: int) -> tuple[int, int]:
+    """TFLite's `GetInvSqrtQuantizedMultiplierExp`: 1 / sqrt(value) as (multiplier, shift),
+    by five Newton-Raphson steps in gemmlowp's Q3.28."""
+    if value <= 1:
+        return 2**31 - 1, 0
+    shift = 11
+    while value >= 1 << 29:
+        value //= 4
+        shift += 1
+    max_left_shift_bits = (32 - value.bit_length()) - 1
+    left_shift_bit_pairs = max_left_shift_bits // 2 - 1
+    shift -= left_shift_bit_pairs
+    value <<= 2 * left_shift_bit_pairs
+    multiply = saturating_rounding_doubling_high_mul
+    half_input = rounding_divide_by_pot(value >> 1, 1)
+    half_three = (1 << 28) + (1 << 27)
+    x = 1 << 28
+    for _ in range(5):
+        x3 = saturating_rounding_multiply_by_pot(multiply(multiply(x, x), x), 6)
+        x = saturating_rounding_multiply_by_pot(
+            wrap32(multiply(half_three, x) - multiply(half_input, x3)), 3
+        )
+    x = multiply(x, 1518500250)  # sqrt(2) / 2 in Q0.31
+    if shift < 0:
+        x = wrap32(x << -shift)
+        shift = 0
+    return x, shift * reverse_shift
+
+
+def rsqrt_table(source: Quant, target: Quant) -> np.ndarray:
+    """RSQRT: `PrepareAbsRsqrt` (the multiplier 1 / (sqrt(input scale) * output scale) in
+    double) and `RsqrtEvalQuantized`. Inputs below the zero point (negative reals) stop TFLM
+    with an error; they give 127 here, as zero does."""
+    multiplier, shift = quantize_multiplier(
+        1.0 / (math.sqrt(float(float32(source[0]))) * float(float32(target[0])))
+    )
+    k_shift = 20
+
+    def rsqrt(x: int) -> int:
+        value = x - source[1]
+        if value <= 0:
+            return 127
+        inv_multiplier, inv_shift = inv_sqrt_quantized_multiplier_exp(value, -1)
+        data = multiply_by_quantized_multiplier_reference(1, inv_multiplier, inv_shift + k_shift)
+        return (
+            multiply_by_quantized_multiplier_reference(data, multiplier, shift - k_shift)
+            + target[1]
+        )
+
+    return _table(rsqrt)

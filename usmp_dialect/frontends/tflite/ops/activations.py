@@ -1,7 +1,7 @@
 """One-input operators of TFLM's activation and math kernels: RELU, RELU6, LEAKY_RELU,
-HARD_SWISH, ELU and ABS (float32, and int8 through a table computed at import by TFLM's integer
-kernel, `kernels.tables`), NEG, EXP, LOG, SQRT, RSQRT, SQUARE, SIN and COS (float32, the types
-TFLM computes them in)."""
+HARD_SWISH, ELU, ABS and RSQRT (float32, and int8 through a table computed at import by TFLM's
+integer kernel, `kernels.tables`), NEG, EXP, LOG, SQRT, SQUARE, SIN and COS (float32, the
+types TFLM computes them in)."""
 
 from __future__ import annotations
 
@@ -68,11 +68,13 @@ def _int8_table(context: OperatorContext) -> np.ndarray:
             raise context.fail(str(error)) from None
     if opcode == "ELU":
         return tables.elu_table(source, target)
+    if opcode == "RSQRT":
+        return tables.rsqrt_table(source, target)
     assert opcode == "ABS"
     return tables.abs_table(source, target)
 
 
-@operator("RELU", "RELU6", "LEAKY_RELU", "HARD_SWISH", "ELU", "ABS")
+@operator("RELU", "RELU6", "LEAKY_RELU", "HARD_SWISH", "ELU", "ABS", "RSQRT")
 def activation(context: OperatorContext) -> None:
     opcode = context.op.opcode
     dtype = require_types(context, context.tensor(0), context.tensor(0, output=True))
@@ -82,7 +84,7 @@ def activation(context: OperatorContext) -> None:
     _apply(context, FloatMath(opcode.lower(), _leaky_alpha(context)))
 
 
-@operator("NEG", "EXP", "LOG", "SQRT", "RSQRT", "SQUARE", "SIN", "COS", types=(FLOAT32,))
+@operator("NEG", "EXP", "LOG", "SQRT", "SQUARE", "SIN", "COS", types=(FLOAT32,))
 def float_function(context: OperatorContext) -> None:
     require_types(context, context.tensor(0), context.tensor(0, output=True))
     _apply(context, FloatMath(context.op.opcode.lower()))
