@@ -1,6 +1,7 @@
 """Rearrangements whose every output element is one input element (or a pad value) found by
 index arithmetic: SPACE_TO_BATCH_ND, BATCH_TO_SPACE_ND and MIRROR_PAD (DEPTH_TO_SPACE and
-SPACE_TO_DEPTH are transposes of reshaped views, `data_movement.transpose`).
+SPACE_TO_DEPTH are transposes of reshaped views, `data_movement.transpose`), and GATHER of an
+activation by constant indices (`gather`).
 
 `remap` loops over the output in order and computes, per output dimension, which input index
 it reads; `SourceAxis` describes that per-dimension map as a small affine program so the
@@ -15,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
 from xdsl.dialects.builtin import MemRefType, i32
 
 from usmp_dialect.kernels.builder import INDEX, KernelBuilder, Value, finish, function
@@ -84,6 +86,29 @@ def remap(
             assert pad_value is not None
             loaded = kernel.select(outside, kernel.constant(pad_value, element), loaded)
         kernel.store(loaded, target, ivs)
+
+    kernel.loops(output_type.get_shape(), body)
+    finish(kernel)
+    module.add(op)
+
+
+def gather(
+    module: ModelModule,
+    name: str,
+    input_type: MemRefType,
+    output_type: MemRefType,
+    indices: np.ndarray,
+) -> None:
+    """Adds `@name(%input, %output)`: GATHER along the middle axis of the 3-D views
+    `input [outer, size, inner]` and `output [outer, len(indices), inner]`, the constant
+    indices read from a table: `output[o, k, i] = input[o, indices[k], i]`."""
+    op, kernel, (source, target) = function(name, [("input", input_type), ("output", output_type)])
+    table = kernel.get_global(*module.constant(f"{name}_indices", indices.astype(np.int32)))
+
+    def body(ivs: Sequence[Value]) -> None:
+        outer, position, inner = ivs
+        index = kernel.cast(kernel.load(table, [position]), INDEX)
+        kernel.store(kernel.load(source, [outer, index, inner]), target, ivs)
 
     kernel.loops(output_type.get_shape(), body)
     finish(kernel)

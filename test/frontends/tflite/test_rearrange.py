@@ -1,7 +1,7 @@
-"""DEPTH_TO_SPACE, SPACE_TO_DEPTH, SPACE_TO_BATCH_ND, BATCH_TO_SPACE_ND, MIRROR_PAD and
-REDUCE_MIN against TensorFlow Lite Micro (int8 byte for byte, float32 within 1e-5), on models
-written with `tflite_writer`: several block sizes, paddings, crops, 3-D and 4-D inputs, both
-mirror modes."""
+"""DEPTH_TO_SPACE, SPACE_TO_DEPTH, SPACE_TO_BATCH_ND, BATCH_TO_SPACE_ND, MIRROR_PAD, GATHER of
+an activation and REDUCE_MIN against TensorFlow Lite Micro (int8 byte for byte, float32 within
+1e-5), on models written with `tflite_writer`: several block sizes, paddings, crops, 3-D and
+4-D inputs, both mirror modes, gathers along every axis."""
 
 from __future__ import annotations
 
@@ -85,6 +85,19 @@ def reduce_min(
     return oracle.ModelSpec(tensors, [op], [0], [2])
 
 
+def gather_op(dtype: type, shape: tuple[int, ...], indices: list, axis: int) -> oracle.ModelSpec:
+    index_array = np.array(indices, dtype=np.int32)
+    positive = axis % len(shape)
+    out = (*shape[:positive], *index_array.shape, *shape[positive + 1 :])
+    tensors = [
+        _activation("x", dtype, shape),
+        TensorSpec("indices", np.int32, index_array.shape, index_array),
+        _activation("y", dtype, out),
+    ]
+    op = OperatorSpec("GATHER", [0, 1], [2], "GatherOptions", {"Axis": axis})
+    return oracle.ModelSpec(tensors, [op], [0], [2])
+
+
 def parts(dtype: type) -> dict[str, oracle.ModelSpec]:
     return {
         "d2s_2": block_op("DEPTH_TO_SPACE", dtype, (1, 3, 4, 8), 2, (1, 6, 8, 2)),
@@ -102,6 +115,9 @@ def parts(dtype: type) -> dict[str, oracle.ModelSpec]:
         "min_spatial": reduce_min(dtype, (1, 5, 4, 3), [1, 2], True),
         "min_last": reduce_min(dtype, (3, 7), [1], False),
         "min_outer": reduce_min(dtype, (4, 2, 3), [0, -1], False),
+        "gather_rows": gather_op(dtype, (5, 3), [4, 0, 0, 2], 0),
+        "gather_middle": gather_op(dtype, (2, 6, 3), [[5, 1], [0, 3], [2, 2]], 1),
+        "gather_last": gather_op(dtype, (2, 3, 4), [3, 1], -1),
     }  # fmt: skip
 
 

@@ -1,7 +1,9 @@
 """DEPTH_TO_SPACE, SPACE_TO_DEPTH, SPACE_TO_BATCH_ND, BATCH_TO_SPACE_ND and MIRROR_PAD (int8
 and float32; values are moved, never rescaled, as in TFLM). DEPTH_TO_SPACE and SPACE_TO_DEPTH
 are transposes of 6-D views; the others index arithmetic per output dimension
-(`kernels.rearrange`). SPACE_TO_BATCH_ND pads with 0 (the int8 code 0, as TFLM does)."""
+(`kernels.rearrange`). SPACE_TO_BATCH_ND pads with 0 (the int8 code 0, as TFLM does). GATHER
+of an activation by constant indices (`gather_activation`, called by GATHER's handler in
+`fold`, which folds it when the input is a constant)."""
 
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ from usmp_dialect.frontends.tflite.importer import OperatorContext, operator
 from usmp_dialect.frontends.tflite.ops.common import INT8, require_types
 from usmp_dialect.kernels.data_movement import transpose
 from usmp_dialect.kernels.module import memref_of
-from usmp_dialect.kernels.rearrange import SourceAxis, remap
+from usmp_dialect.kernels.rearrange import SourceAxis, gather, remap
 
 _BLOCK_OPTIONS = {
     "DEPTH_TO_SPACE": tflite.DepthToSpaceOptions,
@@ -182,3 +184,25 @@ def mirror_pad(context: OperatorContext) -> None:
         axes,
     )
     context.call([context.value(0)], [context.result()])
+
+
+def gather_activation(context: OperatorContext, axis: int, indices: np.ndarray) -> None:
+    """GATHER of an activation (int8 or float32) by constant `indices` along `axis` (in
+    range, checked by the caller), values copied as TFLM copies them."""
+    source, output = context.tensor(0), context.tensor(0, output=True)
+    dtype = require_types(context, source, output)
+    shape = source.shape
+    _expect(context, (*shape[:axis], *indices.shape, *shape[axis + 1 :]))
+    outer, inner = int(np.prod(shape[:axis])), int(np.prod(shape[axis + 1 :]))
+    view_in = (outer, shape[axis], inner)
+    view_out = (outer, int(indices.size), inner)
+    gather(
+        context.module,
+        context.name,
+        memref_of(view_in, dtype),
+        memref_of(view_out, dtype),
+        indices.reshape(-1),
+    )
+    context.call(
+        [context.view(context.value(0), view_in)], [context.view(context.result(), view_out)]
+    )
