@@ -3,6 +3,7 @@ package registers them all in `importer.OPERATORS`."""
 
 from usmp_dialect.frontends.tflite.ops import (
     activations,
+    batch_matmul,
     binary,
     conv,
     data_movement,
@@ -20,6 +21,7 @@ from usmp_dialect.frontends.tflite.ops import (
 
 __all__ = [
     "activations",
+    "batch_matmul",
     "binary",
     "conv",
     "data_movement",
