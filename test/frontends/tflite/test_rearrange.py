@@ -1,7 +1,7 @@
-"""DEPTH_TO_SPACE, SPACE_TO_DEPTH, SPACE_TO_BATCH_ND, BATCH_TO_SPACE_ND, MIRROR_PAD, GATHER of
-an activation and REDUCE_MIN against TensorFlow Lite Micro (int8 byte for byte, float32 within
-1e-5), on models written with `tflite_writer`: several block sizes, paddings, crops, 3-D and
-4-D inputs, both mirror modes, gathers along every axis."""
+"""DEPTH_TO_SPACE, SPACE_TO_DEPTH, SPACE_TO_BATCH_ND, BATCH_TO_SPACE_ND, MIRROR_PAD, GATHER and
+GATHER_ND of an activation and REDUCE_MIN against TensorFlow Lite Micro (int8 byte for byte,
+float32 within 1e-5), on models written with `tflite_writer`: several block sizes, paddings,
+crops, 3-D and 4-D inputs, both mirror modes, gathers along every axis."""
 
 from __future__ import annotations
 
@@ -98,6 +98,17 @@ def gather_op(dtype: type, shape: tuple[int, ...], indices: list, axis: int) -> 
     return oracle.ModelSpec(tensors, [op], [0], [2])
 
 
+def gather_nd_op(dtype: type, shape: tuple[int, ...], indices: list) -> oracle.ModelSpec:
+    index_array = np.array(indices, dtype=np.int32)
+    out = (*index_array.shape[:-1], *shape[index_array.shape[-1] :])
+    tensors = [
+        _activation("x", dtype, shape),
+        TensorSpec("indices", np.int32, index_array.shape, index_array),
+        _activation("y", dtype, out),
+    ]
+    return oracle.ModelSpec(tensors, [OperatorSpec("GATHER_ND", [0, 1], [2])], [0], [2])
+
+
 def parts(dtype: type) -> dict[str, oracle.ModelSpec]:
     return {
         "d2s_2": block_op("DEPTH_TO_SPACE", dtype, (1, 3, 4, 8), 2, (1, 6, 8, 2)),
@@ -118,6 +129,9 @@ def parts(dtype: type) -> dict[str, oracle.ModelSpec]:
         "gather_rows": gather_op(dtype, (5, 3), [4, 0, 0, 2], 0),
         "gather_middle": gather_op(dtype, (2, 6, 3), [[5, 1], [0, 3], [2, 2]], 1),
         "gather_last": gather_op(dtype, (2, 3, 4), [3, 1], -1),
+        "gather_nd_rows": gather_nd_op(dtype, (4, 3, 2), [[3], [0], [3]]),
+        "gather_nd_pairs": gather_nd_op(dtype, (4, 3, 2), [[[1, 2], [3, 0]], [[0, 0], [2, 1]]]),
+        "gather_nd_full": gather_nd_op(dtype, (3, 5), [[2, 4], [0, 1], [1, 3]]),
     }  # fmt: skip
 
 

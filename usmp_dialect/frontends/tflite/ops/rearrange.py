@@ -3,7 +3,7 @@ and float32; values are moved, never rescaled, as in TFLM). DEPTH_TO_SPACE and S
 are transposes of 6-D views; the others index arithmetic per output dimension
 (`kernels.rearrange`). SPACE_TO_BATCH_ND pads with 0 (the int8 code 0, as TFLM does). GATHER
 of an activation by constant indices (`gather_activation`, called by GATHER's handler in
-`fold`, which folds it when the input is a constant)."""
+`fold`, which folds it when the input is a constant) and GATHER_ND likewise."""
 
 from __future__ import annotations
 
@@ -202,6 +202,41 @@ def gather_activation(context: OperatorContext, axis: int, indices: np.ndarray) 
         memref_of(view_in, dtype),
         memref_of(view_out, dtype),
         indices.reshape(-1),
+    )
+    context.call(
+        [context.view(context.value(0), view_in)], [context.view(context.result(), view_out)]
+    )
+
+
+@operator("GATHER_ND")
+def gather_nd(context: OperatorContext) -> None:
+    """GATHER_ND of an activation by constant indices: each index tuple names a row of the
+    input seen as `[prod(first k dimensions), rest]`, so it is GATHER along that middle axis
+    with the tuples flattened to row numbers at import."""
+    source, output = context.tensor(0), context.tensor(0, output=True)
+    dtype = require_types(context, source, output)
+    indices = np.asarray(context.constant(1))
+    if indices.dtype.kind not in "iu" or indices.ndim < 1:
+        raise context.fail(f"the indices must be integers of rank >= 1 ({indices.dtype.name})")
+    depth = indices.shape[-1]
+    shape = source.shape
+    if not 1 <= depth <= len(shape):
+        raise context.fail(f"index tuples of {depth} values for a {len(shape)}-D input")
+    tuples = indices.reshape(-1, depth).astype(np.int64)
+    bounds = np.array(shape[:depth])
+    if ((tuples < 0) | (tuples >= bounds)).any():
+        raise context.fail(f"an index lies outside the input's shape {list(shape[:depth])}")
+    _expect(context, (*indices.shape[:-1], *shape[depth:]))
+    rows = np.ravel_multi_index(tuple(tuples.T), tuple(shape[:depth]))
+    inner = int(np.prod(shape[depth:]))
+    view_in = (1, int(np.prod(shape[:depth])), inner)
+    view_out = (1, len(rows), inner)
+    gather(
+        context.module,
+        context.name,
+        memref_of(view_in, dtype),
+        memref_of(view_out, dtype),
+        np.asarray(rows),
     )
     context.call(
         [context.view(context.value(0), view_in)], [context.view(context.result(), view_out)]
