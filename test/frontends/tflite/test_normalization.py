@@ -1,6 +1,7 @@
-"""LOG_SOFTMAX and L2_NORMALIZATION (float32, over the last axis) against TensorFlow Lite
-Micro within 1e-5, on models written with `tflite_writer`: rows of one to many values, large
-magnitudes (LOG_SOFTMAX's maximum subtraction) and an all-zero row (L2's epsilon)."""
+"""LOG_SOFTMAX (float32) and L2_NORMALIZATION (int8 and float32), over the last axis, against
+TensorFlow Lite Micro (int8 byte for byte, float32 within 1e-5), on models written with
+`tflite_writer`: rows of one to many values, large magnitudes (LOG_SOFTMAX's maximum
+subtraction), an all-zero row (L2's epsilon), int8 sums of 0, 1 and the largest."""
 
 from __future__ import annotations
 
@@ -58,6 +59,32 @@ def test_row_functions_match_tflite_micro(tmp_path: Path) -> None:
         )
 
 
-def test_int8_is_refused_with_the_operator_named() -> None:
-    with pytest.raises(ModelImportError, match="operator L2_NORMALIZATION on int8"):
-        import_tflite(_part("L2_NORMALIZATION", (2, 4), np.int8).model(), "m.tflite")
+@needs_gcc
+@needs_tflm
+def test_int8_l2_normalization_matches_tflite_micro(tmp_path: Path) -> None:
+    """TFLite's integer L2 normalisation (inverse square root by Newton-Raphson in Q3.28) on
+    rows of 1 to 300 values: random, all at the zero point (a zero sum), one value off it
+    (a sum of 1) and all at the extremes (the largest sums)."""
+    shapes = [(4, 16), (2, 300), (3, 1), (6, 3)]
+    model = oracle.merge(
+        {f"l2_{k}": _part("L2_NORMALIZATION", s, np.int8) for k, s in enumerate(shapes)}
+    )
+    path = tmp_path / "model.tflite"
+    path.write_bytes(model)
+    compiled = compile_model(path, tmp_path / "build", workspace_io=True, sanitize=True)
+    rng = np.random.default_rng(8)
+    inputs = [rng.integers(-128, 128, port.shape, dtype=np.int8) for port in compiled.inputs]
+    inputs[0][1] = -3  # the zero point: sum 0
+    inputs[0][2] = -3
+    inputs[0][2][5] = -2  # sum 1
+    inputs[1][0] = 127
+    inputs[1][1] = -128
+    ours, _ = compiled.run(inputs)
+    tflm.assert_matches(
+        ours, tflm.run(model, inputs, len(ours)), [p.name for p in compiled.outputs]
+    )
+
+
+def test_int8_log_softmax_is_refused_with_the_operator_named() -> None:
+    with pytest.raises(ModelImportError, match="operator LOG_SOFTMAX on int8"):
+        import_tflite(_part("LOG_SOFTMAX", (2, 4), np.int8).model(), "m.tflite")
