@@ -1,9 +1,10 @@
 """DEPTH_TO_SPACE, SPACE_TO_DEPTH, SPACE_TO_BATCH_ND, BATCH_TO_SPACE_ND and MIRROR_PAD (int8
 and float32; values are moved, never rescaled, as in TFLM). DEPTH_TO_SPACE and SPACE_TO_DEPTH
 are transposes of 6-D views; the others index arithmetic per output dimension
-(`kernels.rearrange`). SPACE_TO_BATCH_ND pads with 0 (the int8 code 0, as TFLM does). GATHER
-of an activation by constant indices (`gather_activation`, called by GATHER's handler in
-`fold`, which folds it when the input is a constant) and GATHER_ND likewise."""
+(`kernels.rearrange`). SPACE_TO_BATCH_ND pads with the real 0 as TFLite does (TFLM's pad value
+is uninitialised memory). GATHER of an activation by constant indices (`gather_activation`,
+called by GATHER's handler in `fold`, which folds it when the input is a constant) and
+GATHER_ND likewise."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import numpy as np
 import tflite
 
 from usmp_dialect.frontends.tflite.importer import OperatorContext, operator
-from usmp_dialect.frontends.tflite.ops.common import INT8, require_types
+from usmp_dialect.frontends.tflite.ops.common import INT8, quantization, require_types
 from usmp_dialect.kernels.data_movement import transpose
 from usmp_dialect.kernels.module import memref_of
 from usmp_dialect.kernels.rearrange import SourceAxis, gather, remap
@@ -109,9 +110,9 @@ def space_to_batch(context: OperatorContext) -> None:
         SourceAxis(((4, bw), (1, 1)), -left, w, padded=True),
         SourceAxis(((5, 1),), 0, c),
     ]
-    # TFLM pads int8 with the code 0, not the output's zero point (its `SpaceToBatchParams`
-    # keep `output_offset` 0); matched here, so a nonzero zero point pads with -zp * scale.
-    pad_value = 0 if dtype == INT8 else 0.0
+    # TFLite pads with the real 0: the output's zero point (int8) or 0.0. TFLM's pad value is
+    # whatever its never-written `SpaceToBatchParams.output_offset` holds in the arena.
+    pad_value = quantization(context, output).zero_point if dtype == INT8 else 0.0
     view_in = (n, h, w, c)
     remap(
         context.module,
