@@ -27,9 +27,11 @@ from xdsl.dialects import math
 from xdsl.dialects.builtin import IntegerType, MemRefType, f32, i32
 from xdsl.ir import Attribute
 
+from usmp_dialect.kernels.binary_math import BinaryMath, emit_binary_math
 from usmp_dialect.kernels.builder import INDEX, KernelBuilder, Value, finish, function
 from usmp_dialect.kernels.conv import FloatActivation, clamp_float
 from usmp_dialect.kernels.fixed_point import emit_multiply_by_quantized_multiplier
+from usmp_dialect.kernels.float_math import FloatMath, emit_float_math
 from usmp_dialect.kernels.module import ModelModule
 
 # -- broadcasting ----------------------------------------------------------------------------
@@ -121,7 +123,7 @@ class FloatBinary:
     activation: FloatActivation
 
 
-BinaryArithmetic = QuantizedAdd | QuantizedMul | FloatBinary
+BinaryArithmetic = QuantizedAdd | QuantizedMul | FloatBinary | BinaryMath
 
 
 @dataclass(frozen=True)
@@ -136,6 +138,8 @@ class Operand:
 def _combine(
     kernel: KernelBuilder, arithmetic: BinaryArithmetic, x: Value, y: Value, element: Attribute
 ) -> Value:
+    if not isinstance(arithmetic, QuantizedAdd | QuantizedMul | FloatBinary):
+        return emit_binary_math(kernel, arithmetic, x, y)
     if isinstance(arithmetic, FloatBinary):
         operation = {
             "add": kernel.add,
@@ -276,7 +280,7 @@ class LeakyRelu:
 
 
 UnaryArithmetic = (
-    Quantize | Dequantize | Requantize | Lookup | FloatFunction | FloatClamp | LeakyRelu
+    Quantize | Dequantize | Requantize | Lookup | FloatFunction | FloatClamp | LeakyRelu | FloatMath
 )
 
 LOGISTIC_UPPER = 16.619047164916992  # TFLite's cut-offs: 1 above, exp(x) below
@@ -311,6 +315,8 @@ def _unary_element(
         )
     if isinstance(arithmetic, FloatFunction):
         return lambda x: _float_function(kernel, arithmetic.kind, x)
+    if isinstance(arithmetic, FloatMath):
+        return lambda x: emit_float_math(kernel, arithmetic, x)
     if isinstance(arithmetic, FloatClamp):
         return lambda x: clamp_float(kernel, x, FloatActivation(arithmetic.low, arithmetic.high))
     if isinstance(arithmetic, LeakyRelu):

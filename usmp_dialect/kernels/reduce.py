@@ -1,4 +1,5 @@
-"""MEAN, SUM and REDUCE_MAX over a set of axes, as TFLite Micro's reference kernels compute them.
+"""MEAN, SUM, REDUCE_MAX and REDUCE_MIN over a set of axes, as TFLite Micro's reference
+kernels compute them.
 
 Each output element's reduction is a scalar accumulator (TFLite keeps a temporary per output;
 the order of the operations is the same: the reduced axes in row-major order). Then
@@ -9,7 +10,8 @@ the order of the operations is the same: the reduced axes in row-major order). T
   multiplier `scale_in / scale_out` (for MEAN folded with `1 / count`, `mean_multiplier`),
   plus the output zero point, clamped to the output type (int8, or int16 for 16x8 models);
 * REDUCE_MAX: the largest element (`in > current ? in : current`, from the lowest value);
-  int8 keeps the quantisation (TFLite requires equal input and output parameters).
+  REDUCE_MIN the smallest (`in < current ? in : current`, from the largest value); int8
+  keeps the quantisation (TFLite requires equal input and output parameters).
 """
 
 from __future__ import annotations
@@ -52,7 +54,7 @@ def reduce(
     kind: str,
     quantized: QuantizedMean | None,
 ) -> None:
-    """Adds `@name(%input, %output)` computing `kind` ("mean", "sum" or "max"; `quantized`
+    """Adds `@name(%input, %output)` computing `kind` ("mean", "sum", "max" or "min"; `quantized`
     for int8 mean and sum); `output_type` has the input's rank with the reduced `axes`
     (distinct, in [0, rank)) of extent 1."""
     shape = input_type.get_shape()
@@ -70,8 +72,9 @@ def reduce(
         def reduce_level(depth: int, index: list[Value | int], total: Value) -> Value:
             if depth == len(reduced):
                 x = kernel.load(source, index)
-                if kind == "max":
-                    return kernel.select(kernel.cmp("sgt", x, total), x, total)
+                if kind in ("max", "min"):
+                    beyond = kernel.cmp("sgt" if kind == "max" else "slt", x, total)
+                    return kernel.select(beyond, x, total)
                 return kernel.add(total, kernel.cast(x, i32) if integer else x)
 
             def step(iv: Value, carried: Sequence[Value]) -> list[Value]:
@@ -87,10 +90,12 @@ def reduce(
             index[axis] = iv
         if kind == "max":
             start = kernel.constant(-128 if integer else FLOAT_LOWEST, element)
+        elif kind == "min":
+            start = kernel.constant(127 if integer else -FLOAT_LOWEST, element)
         else:
             start = kernel.constant(0, i32 if integer else f32)
         total = reduce_level(0, index, start)
-        if kind == "max" or (kind == "sum" and not integer):
+        if kind in ("max", "min") or (kind == "sum" and not integer):
             result = total
         elif not integer:
             result = kernel.div(total, kernel.constant(float(count), f32))

@@ -376,15 +376,16 @@ def one_op_model(
                 "GATHER",
                 [
                     TensorSpec("x", np.float32, (4, 3)),
-                    i32("i", [1]),
+                    TensorSpec("i", np.int32, (1,)),
                     TensorSpec("y", np.float32, (1, 3)),
                 ],
                 [0, 1],
                 [2],
                 "GatherOptions",
                 {"Axis": 0},
+                graph_inputs=[0, 1],
             ),
-            "GATHER of the activation tensor 'x' .* is not supported",
+            "activation type int32",
         ),
         (
             one_op_model(
@@ -428,7 +429,7 @@ def one_op_model(
             r"the folded tensor 's' .* has the shape \[2\], the model declares \[3\]",
         ),
     ],
-    ids=["gather_activation", "cast_activation", "gather_range", "shape_mismatch"],
+    ids=["gather_activation_indices", "cast_activation", "gather_range", "shape_mismatch"],
 )
 def test_fold_errors(model: bytes, message: str) -> None:
     with pytest.raises(ModelImportError, match=message) as raised:

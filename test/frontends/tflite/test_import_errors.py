@@ -63,8 +63,8 @@ CASES: dict[str, tuple[Callable[[], bytes], str]] = {
         "unsupported: FULLY_CONNECTED with shuffled weights (operator 0)",
     ),
     "unsupported operator": (
-        lambda: fully_connected(opcode="BATCH_MATMUL"),
-        "unsupported: operator BATCH_MATMUL (operator 0)",
+        lambda: fully_connected(opcode="LSH_PROJECTION"),  # not a TFLM operator
+        "unsupported: operator LSH_PROJECTION (operator 0)",
     ),
     "custom operator": (
         lambda: write_model(

@@ -6,7 +6,7 @@ RESHAPE). SHAPE needs only its input's static shape, so it folds on activations 
 The pure functions (`strided_slice_index`, `strided_slice`, ...) follow TFLite's semantics on
 numpy arrays; the operators that also run on activations (STRIDED_SLICE, SLICE, PACK, UNPACK,
 CONCATENATION) have their handlers in `data_movement`, which call `fold_*` here when every
-input is a constant.
+input is a constant; GATHER of an activation (constant indices) is `rearrange`'s kernel.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import numpy as np
 import tflite
 
 from usmp_dialect.frontends.tflite.importer import OperatorContext, operator
+from usmp_dialect.frontends.tflite.ops.rearrange import gather_activation
 from usmp_dialect.frontends.tflite.reader import Tensor
 
 _TYPES = {
@@ -252,23 +253,29 @@ def _require_constant(context: OperatorContext, what: str) -> None:
             )
 
 
-@operator("GATHER", types=())
+@operator("GATHER")
 def gather(context: OperatorContext) -> None:
-    _require_constant(context, "GATHER")
+    """Folded on a constant input; an activation input is gathered by a kernel
+    (`rearrange.gather_activation`), the indices constant either way."""
     options = context.op.option(tflite.GatherOptions)
-    params, indices = context.constant(0), context.constant(1)
+    indices = context.constant(1)
+    params = context.constant(0) if context.is_constant(0) else None
+    shape = context.tensor(0).shape if params is None else params.shape
     axis = options.Axis() if options is not None else 0
     batch_dims = options.BatchDims() if options is not None else 0
     if batch_dims != 0:
         raise context.fail(f"GATHER with batch_dims {batch_dims} is not supported")
-    if not -params.ndim <= axis < params.ndim:
-        raise context.fail(f"axis {axis} is outside the {params.ndim}-D input")
-    axis %= params.ndim
+    if not -len(shape) <= axis < len(shape):
+        raise context.fail(f"axis {axis} is outside the {len(shape)}-D input")
+    axis %= len(shape)
     if indices.dtype not in (np.int32, np.int64):
         raise context.fail(f"indices of type {indices.dtype.name}")
-    size = params.shape[axis]
+    size = shape[axis]
     if indices.size and (indices.min() < 0 or indices.max() >= size):
         raise context.fail(f"an index lies outside [0, {size})")
+    if params is None:
+        gather_activation(context, axis, indices)
+        return
     set_folded(context, 0, np.take(params, indices.astype(np.int64), axis=axis))
 
 

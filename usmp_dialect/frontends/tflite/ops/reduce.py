@@ -1,6 +1,6 @@
-"""MEAN, SUM and REDUCE_MAX over constant axes, int8 (TFLite Micro's requantisation, for MEAN
-also when the input and output quantisations are equal) and float32; MEAN and SUM also int16
-(16x8 models: the same `QuantizedMeanOrSum`, clamped to int16)."""
+"""MEAN, SUM, REDUCE_MAX and REDUCE_MIN over constant axes, int8 (TFLite Micro's
+requantisation, for MEAN also when the input and output quantisations are equal) and float32;
+MEAN and SUM also int16 (16x8 models: the same `QuantizedMeanOrSum`, clamped to int16)."""
 
 from __future__ import annotations
 
@@ -23,11 +23,11 @@ from usmp_dialect.kernels.fixed_point import quantize_multiplier
 from usmp_dialect.kernels.module import memref_of
 from usmp_dialect.kernels.reduce import QuantizedMean, reduce
 
-_KINDS = {"MEAN": "mean", "SUM": "sum", "REDUCE_MAX": "max"}
+_KINDS = {"MEAN": "mean", "SUM": "sum", "REDUCE_MAX": "max", "REDUCE_MIN": "min"}
 
 
 @operator("MEAN", "SUM", types=INT16_ACTIVATION_TYPES)
-@operator("REDUCE_MAX")
+@operator("REDUCE_MAX", "REDUCE_MIN")
 def reduction(context: OperatorContext) -> None:
     options = context.op.option(tflite.ReducerOptions)
     keep_dims = bool(options.KeepDims()) if options is not None else False
@@ -52,7 +52,7 @@ def reduction(context: OperatorContext) -> None:
         raise context.fail(f"the output shape {list(output.shape)} should be {list(expected)}")
     kind = _KINDS[context.op.opcode]
     quantized = None
-    if dtype != FLOAT32 and kind == "max":
+    if dtype != FLOAT32 and kind in ("max", "min"):
         same_quantization(context, [source], output)
     elif dtype != FLOAT32:
         source_q, output_q = quantization(context, source), quantization(context, output)

@@ -1,0 +1,90 @@
+"""One-input operators of TFLM's activation and math kernels: RELU, RELU6, LEAKY_RELU,
+HARD_SWISH, ELU, ABS and RSQRT (float32, and int8 through a table computed at import by TFLM's
+integer kernel, `kernels.tables`), NEG, EXP, LOG, SQRT, SQUARE, SIN and COS (float32, the
+types TFLM computes them in)."""
+
+from __future__ import annotations
+
+import numpy as np
+import tflite
+
+from usmp_dialect.frontends.tflite.importer import OperatorContext, operator
+from usmp_dialect.frontends.tflite.ops.common import FLOAT32, INT8, quantization, require_types
+from usmp_dialect.kernels import tables
+from usmp_dialect.kernels.elementwise import Lookup, UnaryArithmetic, unary
+from usmp_dialect.kernels.float_math import FloatMath
+from usmp_dialect.kernels.module import element_type
+
+
+def _apply(context: OperatorContext, arithmetic: UnaryArithmetic) -> None:
+    """`arithmetic` on every element of input 0 into output 0 (of the same shape)."""
+    source, output = context.tensor(0), context.tensor(0, output=True)
+    if source.shape != output.shape:
+        raise context.fail(
+            f"the output shape {list(output.shape)} differs from the input's {list(source.shape)}"
+        )
+    size = int(np.prod(source.shape))
+    unary(
+        context.module,
+        context.name,
+        size,
+        element_type(source.dtype),
+        element_type(output.dtype),
+        arithmetic,
+    )
+    context.call(
+        [context.view(context.value(0), (size,))], [context.view(context.result(), (size,))]
+    )
+
+
+def _quant(context: OperatorContext, position: int, output: bool = False) -> tables.Quant:
+    tensor = context.tensor(position, output=output)
+    quant = quantization(context, tensor)
+    if len(quant.scales) != 1:
+        raise context.fail(f"{tensor.describe()} is quantised per channel")
+    if not quant.scale > 0:
+        raise context.fail(f"{tensor.describe()} has the invalid scale {quant.scale:g}")
+    return float(np.float32(quant.scale)), int(quant.zero_point)
+
+
+def _leaky_alpha(context: OperatorContext) -> float:
+    options = context.op.option(tflite.LeakyReluOptions)
+    return float(np.float32(options.Alpha())) if options is not None else 0.0
+
+
+def _int8_table(context: OperatorContext) -> np.ndarray:
+    opcode = context.op.opcode
+    source, target = _quant(context, 0), _quant(context, 0, output=True)
+    if opcode == "RELU":
+        return tables.relu_table(source, target)
+    if opcode == "RELU6":
+        return tables.relu6_table(source)
+    if opcode == "LEAKY_RELU":
+        return tables.leaky_relu_table(source, target, _leaky_alpha(context))
+    if opcode == "HARD_SWISH":
+        try:
+            return tables.hard_swish_table(source, target)
+        except tables.UnsupportedHardSwish as error:
+            raise context.fail(str(error)) from None
+    if opcode == "ELU":
+        return tables.elu_table(source, target)
+    if opcode == "RSQRT":
+        return tables.rsqrt_table(source, target)
+    assert opcode == "ABS"
+    return tables.abs_table(source, target)
+
+
+@operator("RELU", "RELU6", "LEAKY_RELU", "HARD_SWISH", "ELU", "ABS", "RSQRT")
+def activation(context: OperatorContext) -> None:
+    opcode = context.op.opcode
+    dtype = require_types(context, context.tensor(0), context.tensor(0, output=True))
+    if dtype == INT8:
+        _apply(context, Lookup(_int8_table(context)))
+        return
+    _apply(context, FloatMath(opcode.lower(), _leaky_alpha(context)))
+
+
+@operator("NEG", "EXP", "LOG", "SQRT", "SQUARE", "SIN", "COS", types=(FLOAT32,))
+def float_function(context: OperatorContext) -> None:
+    require_types(context, context.tensor(0), context.tensor(0, output=True))
+    _apply(context, FloatMath(context.op.opcode.lower()))

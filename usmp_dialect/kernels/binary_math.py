@@ -1,0 +1,104 @@
+"""Binary elementwise operators beyond ADD/SUB/MUL, one output element at a time as TensorFlow
+Lite Micro computes them (broadcasting and constant inputs come from `elementwise.binary`):
+
+* MAXIMUM / MINIMUM (`maximum_minimum.cc`): `x > y ? x : y` / `x < y ? x : y` on the stored
+  values, int8 codes compared raw (TFLM does not rescale) and float NaN handled as C++ does.
+* SQUARED_DIFFERENCE: float `d * d` of `d = x - y`; int8 as `squared_difference.cc`'s
+  `SquaredDifference`: both inputs shifted left by 7, scaled to twice the larger input scale,
+  subtracted, squared in int32 and requantised once.
+* PRELU (`reference_ops::BroadcastPrelu4DSlow`): float `x >= 0 ? x : x * alpha`; int8 with two
+  multipliers, `input / output` for non-negative inputs and `input * alpha / output` for the
+  product of the offset input and alpha.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.dialects.builtin import i8, i32
+
+from usmp_dialect.kernels.builder import KernelBuilder, Value, is_float
+from usmp_dialect.kernels.fixed_point import emit_multiply_by_quantized_multiplier
+
+
+@dataclass(frozen=True)
+class Extremum:
+    """MAXIMUM (`maximum=True`) or MINIMUM, on int8 or float32."""
+
+    maximum: bool
+
+
+@dataclass(frozen=True)
+class FloatSquaredDifference:
+    pass
+
+
+@dataclass(frozen=True)
+class QuantizedSquaredDifference:
+    """int8 SQUARED_DIFFERENCE: TFLM's `PrepareQuantized` parameters (shifts non-positive for
+    the inputs, TFLite's sign convention)."""
+
+    input_offsets: tuple[int, int]
+    input_multipliers: tuple[int, int]
+    input_shifts: tuple[int, int]
+    output_multiplier: int
+    output_shift: int
+    output_offset: int
+    left_shift: int = 7
+
+
+@dataclass(frozen=True)
+class Prelu:
+    """PRELU; the int8 fields are TFLM's `PreluParams` (unused for float32)."""
+
+    input_offset: int = 0
+    alpha_offset: int = 0
+    identity: tuple[int, int] = (0, 0)  # (multiplier, shift) of input / output
+    product: tuple[int, int] = (0, 0)  # (multiplier, shift) of input * alpha / output
+    output_offset: int = 0
+
+
+BinaryMath = Extremum | FloatSquaredDifference | QuantizedSquaredDifference | Prelu
+
+
+def _to_int8(kernel: KernelBuilder, value: Value) -> Value:
+    return kernel.cast(kernel.clamp(value, -128, 127), i8)
+
+
+def emit_binary_math(kernel: KernelBuilder, arithmetic: BinaryMath, x: Value, y: Value) -> Value:
+    if isinstance(arithmetic, Extremum):
+        return kernel.select(kernel.cmp("sgt" if arithmetic.maximum else "slt", x, y), x, y)
+    if isinstance(arithmetic, FloatSquaredDifference):
+        difference = kernel.sub(x, y)
+        return kernel.mul(difference, difference)
+    if isinstance(arithmetic, Prelu):
+        if is_float(x.type):
+            return kernel.select(kernel.cmp("sge", x, 0.0), x, kernel.mul(x, y))
+        value = kernel.add(kernel.cast(x, i32), arithmetic.input_offset)
+        alpha = kernel.add(kernel.cast(y, i32), arithmetic.alpha_offset)
+        positive = emit_multiply_by_quantized_multiplier(kernel, value, *arithmetic.identity)
+        negative = emit_multiply_by_quantized_multiplier(
+            kernel, kernel.mul(value, alpha), *arithmetic.product
+        )
+        chosen = kernel.select(kernel.cmp("sge", value, 0), positive, negative)
+        return _to_int8(kernel, kernel.add(chosen, arithmetic.output_offset))
+    scaled = [
+        emit_multiply_by_quantized_multiplier(
+            kernel,
+            kernel.shl(
+                kernel.add(kernel.cast(value, i32), arithmetic.input_offsets[side]),
+                arithmetic.left_shift,
+            ),
+            arithmetic.input_multipliers[side],
+            arithmetic.input_shifts[side],
+        )
+        for side, value in enumerate((x, y))
+    ]
+    difference = kernel.sub(scaled[0], scaled[1])
+    squared = emit_multiply_by_quantized_multiplier(
+        kernel,
+        kernel.mul(difference, difference),
+        arithmetic.output_multiplier,
+        arithmetic.output_shift,
+    )
+    return _to_int8(kernel, kernel.add(squared, arithmetic.output_offset))

@@ -1,0 +1,115 @@
+"""Rearrangements whose every output element is one input element (or a pad value) found by
+index arithmetic: SPACE_TO_BATCH_ND, BATCH_TO_SPACE_ND and MIRROR_PAD (DEPTH_TO_SPACE and
+SPACE_TO_DEPTH are transposes of reshaped views, `data_movement.transpose`), and GATHER of an
+activation by constant indices (`gather`).
+
+`remap` loops over the output in order and computes, per output dimension, which input index
+it reads; `SourceAxis` describes that per-dimension map as a small affine program so the
+frontend states the operator's meaning and the kernel stays one loop nest with no tables:
+`input[d] = (sum of coefficient * output[k]) + offset`, then optionally the mirror of a
+position outside `[0, size)`, and an output element whose index falls outside the input takes
+the pad value (SPACE_TO_BATCH_ND's padding).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from xdsl.dialects.builtin import MemRefType, i32
+
+from usmp_dialect.kernels.builder import INDEX, KernelBuilder, Value, finish, function
+from usmp_dialect.kernels.module import ModelModule
+
+
+@dataclass(frozen=True)
+class SourceAxis:
+    """Input index of one dimension: `sum(c * output[k] for k, c in terms) + offset`, then
+    divided (`divide`, the quotient) or reduced (`modulo`, the remainder) by a positive
+    constant when given; `mirror` reflects positions outside `[0, size)` as MIRROR_PAD's
+    `GetInputDimension` does, its value TFLM's offset (1 REFLECT: the edge is not repeated, 0
+    SYMMETRIC: it is); `padded` marks positions outside `[0, size)` as padding."""
+
+    terms: tuple[tuple[int, int], ...]
+    offset: int
+    size: int
+    divide: int | None = None
+    modulo: int | None = None
+    mirror: int | None = None
+    padded: bool = False
+
+
+def _axis_index(kernel: KernelBuilder, ivs: Sequence[Value], axis: SourceAxis) -> Value:
+    value: Value | None = None
+    for position, coefficient in axis.terms:
+        term = kernel.mul(kernel.cast(ivs[position], i32), coefficient)
+        value = term if value is None else kernel.add(value, term)
+    value = kernel.constant(axis.offset, i32) if value is None else kernel.add(value, axis.offset)
+    if axis.divide is not None:
+        value = kernel.div(value, axis.divide)
+    if axis.modulo is not None:
+        value = kernel.sub(value, kernel.mul(kernel.div(value, axis.modulo), axis.modulo))
+    if axis.mirror is not None:
+        below = kernel.sub(axis.mirror - 1, value)
+        value = kernel.select(kernel.cmp("slt", value, 0), below, value)
+        above = kernel.sub(2 * axis.size - 1 - axis.mirror, value)
+        value = kernel.select(kernel.cmp("sge", value, axis.size), above, value)
+    return value
+
+
+def remap(
+    module: ModelModule,
+    name: str,
+    input_type: MemRefType,
+    output_type: MemRefType,
+    axes: Sequence[SourceAxis],
+    pad_value: int | float | None = None,
+) -> None:
+    """Adds `@name(%input, %output)`: `output[i] = input[axes(i)]`, or `pad_value` where a
+    `padded` axis leaves the input (the load then reads a clamped, valid index)."""
+    op, kernel, (source, target) = function(name, [("input", input_type), ("output", output_type)])
+    element = output_type.get_element_type()
+
+    def body(ivs: Sequence[Value]) -> None:
+        indices: list[Value] = []
+        outside: Value | None = None
+        for axis in axes:
+            value = _axis_index(kernel, ivs, axis)
+            if axis.padded:
+                out = kernel.or_(kernel.cmp("slt", value, 0), kernel.cmp("sge", value, axis.size))
+                outside = out if outside is None else kernel.or_(outside, out)
+                value = kernel.clamp(value, 0, axis.size - 1)
+            indices.append(kernel.cast(value, INDEX))
+        loaded = kernel.load(source, indices)
+        if outside is not None:
+            assert pad_value is not None
+            loaded = kernel.select(outside, kernel.constant(pad_value, element), loaded)
+        kernel.store(loaded, target, ivs)
+
+    kernel.loops(output_type.get_shape(), body)
+    finish(kernel)
+    module.add(op)
+
+
+def gather(
+    module: ModelModule,
+    name: str,
+    input_type: MemRefType,
+    output_type: MemRefType,
+    indices: np.ndarray,
+) -> None:
+    """Adds `@name(%input, %output)`: GATHER along the middle axis of the 3-D views
+    `input [outer, size, inner]` and `output [outer, len(indices), inner]`, the constant
+    indices read from a table: `output[o, k, i] = input[o, indices[k], i]`."""
+    op, kernel, (source, target) = function(name, [("input", input_type), ("output", output_type)])
+    table = kernel.get_global(*module.constant(f"{name}_indices", indices.astype(np.int32)))
+
+    def body(ivs: Sequence[Value]) -> None:
+        outer, position, inner = ivs
+        index = kernel.cast(kernel.load(table, [position]), INDEX)
+        kernel.store(kernel.load(source, [outer, index, inner]), target, ivs)
+
+    kernel.loops(output_type.get_shape(), body)
+    finish(kernel)
+    module.add(op)
