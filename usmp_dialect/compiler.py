@@ -10,8 +10,9 @@ compiled.write_project("kws")  # what `usmp-opt kws_ref_model.tflite -t project 
 
 It runs, in this process, what the README's command runs: the frontend of the file type,
 the pools of `workspace_pools` / `constant_pools` / `state_pools` declared as `usmp-opt`'s pool
-flags declare them (SPEC §6, §13), the canonical pipeline `usmp-import-memref,convert-linalg-to-loops,usmp`, and
-the `c` / `c-header` targets. A user error raises `CompileError` whose message is the line
+flags declare them (SPEC §6, §13), the canonical pipeline
+`usmp-import-memref,convert-linalg-to-loops,usmp`, and the `c` / `c-header` targets. A user
+error raises `CompileError` whose message is the line
 `usmp-opt` prints after `usmp-opt: error: `.
 """
 

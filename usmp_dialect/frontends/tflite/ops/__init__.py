@@ -11,6 +11,7 @@ from usmp_dialect.frontends.tflite.ops import (
     shape,
     softmax,
     svdf,
+    variables,
 )
 
 __all__ = [
@@ -23,4 +24,5 @@ __all__ = [
     "shape",
     "softmax",
     "svdf",
+    "variables",
 ]
