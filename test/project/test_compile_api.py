@@ -64,6 +64,7 @@ def test_kws_compiles_to_c_plan_and_metadata(kws: usmp_dialect.CompiledModel) ->
     assert meta["memory"] == {
         "workspace_bytes": 16000,
         "constant_bytes": kws.constant_bytes,
+        "state_bytes": 0,
         "io_bytes": 502,
     }
     assert meta["operators"][0] == "conv_2d_0" and meta["operators"][-1] == "softmax_12"

@@ -187,6 +187,9 @@ class ModelModule:
         assert isinstance(global_op, memref.GlobalOp)
         global_op.constant = None
         global_op.attributes[STATE_ATTRIBUTE] = UnitAttr()
+        # Aligned for its elements only: the state pool then packs the variables without the
+        # 16-byte padding of activations (its bytes are the variables' bytes).
+        global_op.alignment = IntegerAttr(max(1, array.dtype.itemsize), 64)
         return name, type_
 
     def add(self, op: func.FuncOp) -> None:

@@ -71,7 +71,16 @@ def tflm_runner(model: bytes) -> Runner:
     import tflite
 
     interpreter = tflm.load(model)
-    output_count = tflite.Model.GetRootAsModel(model, 0).Subgraphs(0).OutputsLength()
+    root = tflite.Model.GetRootAsModel(model, 0)
+    graph = root.Subgraphs(0)
+    output_count = graph.OutputsLength()
+    stateful = root.SubgraphsLength() > 1 or any(
+        graph.Tensors(i).IsVariable() for i in range(graph.TensorsLength())
+    )
+    if stateful:
+        # Each input runs from the model's initial state, as each run of the compiled C does
+        # (a fresh interpreter: TFLM's reset() does not rerun CALL_ONCE).
+        return lambda inputs: tflm.run_with(tflm.load(model), inputs, output_count)
     return lambda inputs: tflm.run_with(interpreter, inputs, output_count)
 
 

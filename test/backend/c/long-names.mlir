@@ -35,6 +35,8 @@ func.func @main(%the_input_tensor_of_a_model_written_by_hand_with_a_very_long_na
 // HEADER-NEXT: #define NET_OUTPUTS_COUNT 1
 // HEADER:      #define NET_WORKSPACE_SIZE 4
 // HEADER-NEXT: #define NET_CONSTANTS_SIZE 0
+// HEADER-NEXT: /* bytes of all state pools: the model's state, kept from one run to the next */
+// HEADER-NEXT: #define NET_STATE_SIZE 0
 // HEADER-EMPTY:
 // HEADER-NEXT: /* input 'the_input_tensor_of_a_m_e3003657' */
 // HEADER-NEXT: #define NET_INPUT_THE_INPUT_TENSOR_OF_A_M_E3003657_SIZE 4

@@ -250,7 +250,7 @@ def test_state_pool_no_larger_than_tflm_variables(tmp_path: Path) -> None:
                 size = {tflite.TensorType.INT16: 2, tflite.TensorType.INT8: 1}.get(tensor.Type(), 4)
                 tflm_variables += size * int(np.prod(tensor.ShapeAsNumpy()))
         assert variables == tflm_variables
-        assert state <= tflm_variables + 16 * len(variants)  # alignment padding only
+        assert state <= tflm_variables  # packed at their elements' alignment: no padding
         assert workspace_bytes(report) <= tflm.arena(path).head_bytes
 
 
@@ -276,3 +276,23 @@ def test_svdf_refusals() -> None:
     )
     with pytest.raises(ModelImportError, match="SVDF with fused activation SIGN_BIT"):
         import_tflite(write_model(tensors, [sign], [0], [5]), "svdf.tflite")
+
+
+@needs_tflm
+@needs_gcc
+def test_usmp_validate_runs_every_input_from_the_initial_state(tmp_path: Path) -> None:
+    """`usmp-validate` runs each input in a fresh process; TFLM gets a fresh interpreter per
+    input for a stateful model, so both start from the initial state."""
+    import subprocess
+    import sys
+
+    path = tmp_path / "svdf.tflite"
+    path.write_bytes(svdf_model(INT8_VARIANTS[1:2]))
+    ran = subprocess.run(
+        [sys.executable, "-m", "usmp_dialect.tools.usmp_validate", str(path), "--inputs", "3"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    assert "bit-exact" in ran.stdout and ran.stdout.rstrip().endswith("PASS")

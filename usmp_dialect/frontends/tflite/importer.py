@@ -279,6 +279,9 @@ class TfliteImporter:
         self.folded: dict[int, np.ndarray] = {}
         self.values: dict[int, SSAValue] = {}
         self.states: dict[object, SSAValue] = {}  # state buffers by variable (state_buffer)
+        # Resource variables (ops/variables.py): VAR_HANDLE's output tensor -> the variable's
+        # (container, shared name).
+        self.resources: dict[int, tuple[str, str]] = {}
         self.main: KernelBuilder
         self._arguments: dict[int, SSAValue] = {}
         # Strided slices (CONCATENATION along an axis after a dimension > 1, e.g. NHWC

@@ -118,6 +118,12 @@ class Graph:
     operators: tuple[Operator, ...]
     inputs: tuple[int, ...]
     outputs: tuple[int, ...]
+    init_subgraphs: tuple[tuple[int, Graph], ...] = ()
+    """The subgraphs subgraph 0's CALL_ONCE operators run (resource variables' initial
+    values), by subgraph index; a model with other subgraphs (control flow) is refused."""
+
+    def init_subgraph(self, index: int) -> Graph | None:
+        return dict(self.init_subgraphs).get(index)
 
 
 def _quantization(raw: Any) -> Quantization | None:
@@ -199,7 +205,8 @@ def _operator(model: Any, raw: Any, index: int, tensor_count: int) -> Operator:
 
 
 def read_graph(data: bytes, path: str) -> Graph:
-    """Subgraph 0 of the TFLite model in `data` (read from `path`, named in messages)."""
+    """Subgraph 0 of the TFLite model in `data` (read from `path`, named in messages), with
+    the init subgraphs its CALL_ONCE operators run."""
     if len(data) < 8 or data[4:8] != b"TFL3":
         raise ModelImportError(f"{path}: not a TFLite model (no 'TFL3' file identifier)")
     try:
@@ -208,22 +215,17 @@ def read_graph(data: bytes, path: str) -> Graph:
         raise ModelImportError(f"{path}: malformed or truncated TFLite file: {error}") from None
     try:
         model = tflite.Model.GetRootAs(data, 0)
-        if model.SubgraphsLength() != 1:
+        graph = _subgraph(model, data, 0, path)
+        init = _init_subgraph_indices(graph)
+        if model.SubgraphsLength() != 1 and init != set(range(1, model.SubgraphsLength())):
             raise ModelImportError(
                 f"{path}: the model has {model.SubgraphsLength()} subgraphs; only models "
-                "with one subgraph (no control flow) are supported"
+                "with one subgraph (no control flow; CALL_ONCE init subgraphs aside) are "
+                "supported"
             )
-        subgraph = model.Subgraphs(0)
-        count = subgraph.TensorsLength()
-        tensors = tuple(_tensor(model, data, subgraph.Tensors(i), i) for i in range(count))
-        operators = tuple(
-            _operator(model, subgraph.Operators(i), i, count)
-            for i in range(subgraph.OperatorsLength())
-        )
-        inputs = tuple(int(t) for t in subgraph.InputsAsNumpy()) if subgraph.InputsLength() else ()
-        outputs = (
-            tuple(int(t) for t in subgraph.OutputsAsNumpy()) if subgraph.OutputsLength() else ()
-        )
+        inputs, outputs = graph.inputs, graph.outputs
+        tensors = graph.tensors
+        init_subgraphs = tuple((i, _subgraph(model, data, i, path)) for i in sorted(init))
     except ModelImportError as error:
         message = str(error)
         raise ModelImportError(
@@ -239,4 +241,26 @@ def read_graph(data: bytes, path: str) -> Graph:
         for index in indices:
             if not 0 <= index < len(tensors):
                 raise ModelImportError(f"{path}: the model {kind} names a missing tensor {index}")
+    return Graph(path, tensors, graph.operators, inputs, outputs, init_subgraphs)
+
+
+def _subgraph(model: Any, data: bytes, index: int, path: str) -> Graph:
+    subgraph = model.Subgraphs(index)
+    count = subgraph.TensorsLength()
+    tensors = tuple(_tensor(model, data, subgraph.Tensors(i), i) for i in range(count))
+    operators = tuple(
+        _operator(model, subgraph.Operators(i), i, count) for i in range(subgraph.OperatorsLength())
+    )
+    inputs = tuple(int(t) for t in subgraph.InputsAsNumpy()) if subgraph.InputsLength() else ()
+    outputs = tuple(int(t) for t in subgraph.OutputsAsNumpy()) if subgraph.OutputsLength() else ()
     return Graph(path, tensors, operators, inputs, outputs)
+
+
+def _init_subgraph_indices(graph: Graph) -> set[int]:
+    """The subgraphs the CALL_ONCE operators of `graph` run."""
+    indices: set[int] = set()
+    for op in graph.operators:
+        options = op.option(tflite.CallOnceOptions) if op.opcode == "CALL_ONCE" else None
+        if options is not None:
+            indices.add(options.InitSubgraphIndex())
+    return indices

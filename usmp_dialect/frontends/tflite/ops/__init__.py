@@ -20,6 +20,7 @@ from usmp_dialect.frontends.tflite.ops import (
     softmax,
     svdf,
     transpose_conv,
+    variables,
 )
 
 __all__ = [
@@ -41,4 +42,5 @@ __all__ = [
     "softmax",
     "svdf",
     "transpose_conv",
+    "variables",
 ]

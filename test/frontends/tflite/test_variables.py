@@ -1,0 +1,119 @@
+"""Resource variables (VAR_HANDLE, READ_VARIABLE, ASSIGN_VARIABLE, CALL_ONCE) on the state pool
+(SPEC §13), against TensorFlow Lite Micro: an accumulator `acc += x` (READ_VARIABLE, ADD,
+ASSIGN_VARIABLE), with and without a CALL_ONCE init subgraph, int8 and float32, run five times
+in a row with a reset before the fourth run, also under ASan/UBSan.
+
+After a reset, TFLM sets resource variables to their default (the zero point) and does not run
+CALL_ONCE again; `<p>_reset_state()` restores the model's initial values, the init subgraph's:
+the runs after our reset are compared with a fresh TFLM interpreter (which runs CALL_ONCE),
+which for a model without an init subgraph is the same as TFLM's reset."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+import tflite
+
+from usmp_dialect.frontends.errors import ModelImportError
+from usmp_dialect.frontends.tflite.importer import import_tflite
+from usmp_dialect.testing import tflm
+from usmp_dialect.testing.stateful import compile_sequence, tflm_sequence
+from usmp_dialect.testing.tflite_writer import (
+    OperatorSpec,
+    SubgraphSpec,
+    TensorSpec,
+    write_model,
+)
+
+needs_tflm = pytest.mark.skipif(
+    not tflm.available(), reason="tflite-micro (the reference) is not installed"
+)
+needs_gcc = pytest.mark.skipif(shutil.which("gcc") is None, reason="gcc is not installed")
+RESOURCE = tflite.TensorType.RESOURCE
+STEPS, RESET = 5, 3
+
+
+def accumulator(dtype: str, init: bool, init_op: str = "ASSIGN_VARIABLE") -> bytes:
+    """y = x + acc; acc = y (int8: scale 0.1, zero point -3, so TFLM's default is -3)."""
+    element = np.int8 if dtype == "int8" else np.float32
+    quantized = {"scales": [0.1], "zero_points": [-3]} if dtype == "int8" else {}
+    tensors = [
+        TensorSpec("x", element, [1, 4], **quantized),
+        TensorSpec("handle", np.int32, [], type_code=RESOURCE),
+        TensorSpec("read", element, [1, 4], **quantized),
+        TensorSpec("y", element, [1, 4], **quantized),
+    ]
+    operators = [
+        OperatorSpec("VAR_HANDLE", [], [1], "VarHandleOptions", {"SharedName": "acc"}),
+        OperatorSpec("READ_VARIABLE", [1], [2]),
+        OperatorSpec("ADD", [0, 2], [3], "AddOptions"),
+        OperatorSpec("ASSIGN_VARIABLE", [1, 3], []),
+    ]
+    more = []
+    if init:
+        operators.insert(
+            0, OperatorSpec("CALL_ONCE", [], [], "CallOnceOptions", {"InitSubgraphIndex": 1})
+        )
+        value = (
+            np.array([[5, -7, 9, 1]], dtype=np.int8)
+            if dtype == "int8"
+            else np.array([[0.5, -1.25, 2.0, 0.0]], dtype=np.float32)
+        )
+        init_tensors = [
+            TensorSpec("init_handle", np.int32, [], type_code=RESOURCE),
+            TensorSpec("init_value", element, [1, 4], data=value, **quantized),
+        ]
+        init_operators = [
+            OperatorSpec("VAR_HANDLE", [], [0], "VarHandleOptions", {"SharedName": "acc"}),
+            OperatorSpec(init_op, [0, 1], []),
+        ]
+        more = [SubgraphSpec(init_tensors, init_operators)]
+    return write_model(tensors, operators, [0], [3], more_subgraphs=more)
+
+
+def _check(ours: np.ndarray, theirs: np.ndarray, what: str) -> None:
+    if ours.dtype.kind == "f":
+        np.testing.assert_allclose(ours, theirs.reshape(ours.shape), rtol=1e-5, err_msg=what)
+    else:
+        np.testing.assert_array_equal(ours, theirs.reshape(ours.shape), err_msg=what)
+
+
+@needs_tflm
+@needs_gcc
+@pytest.mark.parametrize("init", [True, False], ids=["call_once", "default"])
+@pytest.mark.parametrize("dtype", ["int8", "float32"])
+def test_accumulator_matches_tflm(tmp_path: Path, dtype: str, init: bool) -> None:
+    model = accumulator(dtype, init)
+    path = tmp_path / "model.tflite"
+    path.write_bytes(model)
+    sanitize = dtype == "int8" and init
+    compiled = compile_sequence(path, tmp_path, sanitize=sanitize)
+    rng = np.random.default_rng(11)
+    steps = [tflm.random_inputs(compiled.inputs, rng) for _ in range(STEPS)]
+    ours = compiled.run(steps, [RESET])
+    before = tflm_sequence(model, steps[:RESET])
+    after = tflm_sequence(model, steps[RESET:])  # a fresh interpreter: the initial values
+    for step, (mine, (theirs, _)) in enumerate(zip(ours, before + after, strict=True)):
+        _check(mine.outputs[0], theirs[0], f"run {step}")
+    if not init:  # TFLM's own reset gives the same values
+        reset = tflm_sequence(model, steps, [RESET])
+        for step, (mine, (theirs, _)) in enumerate(zip(ours, reset, strict=True)):
+            _check(mine.outputs[0], theirs[0], f"run {step} (TFLM reset)")
+
+
+def test_imported_variable_holds_the_init_value() -> None:
+    text = str(import_tflite(accumulator("int8", True), "acc.tflite"))
+    assert 'sym_name = "acc"' in text and "dense<[[5, -7, 9, 1]]> : tensor<1x4xi8>" in text
+    assert "usmp.state" in text
+    text = str(import_tflite(accumulator("int8", False), "acc.tflite"))
+    assert "dense<-3> : tensor<1x4xi8>" in text  # TFLM's default: the zero point
+
+
+def test_init_subgraph_with_other_operators_is_refused() -> None:
+    with pytest.raises(
+        ModelImportError, match=r"init subgraph 1: ADD \(operator 1\) is not supported there"
+    ):
+        import_tflite(accumulator("float32", True, init_op="ADD"), "acc.tflite")
