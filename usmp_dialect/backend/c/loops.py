@@ -401,14 +401,15 @@ def unroll_factor(loop: scf.ForOp) -> int | None:
 
 @dataclass(frozen=True)
 class DotProduct:
-    """int8 dot products over one loop of step 1 whose trip count is a multiple of 4, sharing
+    """int8 dot products over one loop of step 1 of at least 4 iterations, sharing
     their inputs: for every term `(accumulator, a, b)`, `acc += sext(a[k]) * sext(b[k])` with
     `a` and `b` among `inputs`, each contiguous in k. The accumulators are the loop's carried
     values (`accumulator` None; term `i` sums into carried value `accumulator` of term `i`), or
     one element the printer keeps in a local (`accumulator`, one term). Several terms are a
     register block (two output channels x two positions of a convolution: each input word is
     loaded and widened once for two products). The printer adds a Cortex-M DSP variant (two
-    `SMLAD`s per four elements and term): the same sums modulo 2**32."""
+    `SMLAD`s per four elements and term, the last `trips % 4` elements by the portable body):
+    the same sums modulo 2**32."""
 
     inputs: tuple[memref.LoadOp, ...]
     terms: tuple[tuple[int, int, int], ...]
@@ -499,7 +500,7 @@ def int8_dot_product(
     """The dot products `loop` is (None when it is anything else); `accumulators`: the elements
     the printer keeps in locals across `loop`."""
     trips = static_trip_count(loop)
-    if not trips or trips % 4 or _constant_int(loop.step) != 1:
+    if not trips or trips < 4 or _constant_int(loop.step) != 1:
         return None
     if len(loop.body.block.args) > 1:
         return _carried_dot_products(loop, strides)

@@ -1110,6 +1110,14 @@ class CFunctionPrinter(BasePrinter):
         assert isinstance(source_type, MemRefType)
         source_offset = source_type.get_offset()
         static_offsets = op.static_offsets.get_values()
+        if source_offset is not None and len(op.offsets) == 1 and len(static_offsets) == 1:
+            # A dynamic offset (kernels' views of equally spaced runs): the source's pointer
+            # plus the offset, relative to the source's own.
+            shift_c = self.expr(op.offsets[0])
+            if source_offset:
+                shift_c = f"({shift_c} - {source_offset})"
+            self.define_memref(op.result, source, self.offset_pointer(source, shift_c))
+            return
         if source_offset is None or op.offsets or any(o < 0 for o in static_offsets):
             raise DiagnosticException(
                 f"C backend: 'memref.reinterpret_cast' with a dynamic offset "
@@ -1242,16 +1250,32 @@ class CFunctionPrinter(BasePrinter):
         iv_c = c_types.c_type(iv.type)
         lower, upper, step = self.expr(op.lb), self.expr(op.ub), self.expr(op.step)
         dot = loops.int8_dot_product(op, set(self.promoted), lambda value: self.mem(value).strides)
+        tail = 0
         if dot is not None:
             locals_ = carried if dot.accumulator is None else [self.promoted[dot.accumulator]]
-            self.print_dsp_dot_product(dot, locals_, iv_c, iv_name, lower, upper)
+            trips = loops.static_trip_count(op) or 0
+            tail = trips % 4
+            first = self.constant_int(op.lb)
+            whole = str((first or 0) + trips - tail) if tail else upper
+            self.print_dsp_dot_product(dot, locals_, iv_c, iv_name, lower, whole)
+            if tail:
+                # The last `tail` elements run the portable body, whose loop header the DSP
+                # variant shares: `for` headers under #if / #else, one body.
+                if tail > 1:
+                    self.print_string(f"#pragma GCC unroll {tail}\n", indent=0)
+                self.line(
+                    f"for ({iv_c} {iv_name} = {whole}; {iv_name} < {upper}; {iv_name} += 1) {{"
+                )
+            self.print_string("#else\n", indent=0)
         unroll = loops.unroll_factor(op)
         if unroll is not None:
             self.print_string(f"#pragma GCC unroll {unroll}\n", indent=0)
         self.line(f"for ({iv_c} {iv_name} = {lower}; {iv_name} < {upper}; {iv_name} += {step}) {{")
+        if tail:
+            self.print_string("#endif\n", indent=0)
         self.print_region_with_targets(op.body, carried)
         self.line("}")
-        if dot is not None:
+        if dot is not None and not tail:
             self.print_string("#endif\n", indent=0)
         for result, argument, name in zip(op.res, op.body.block.args[1:], carried, strict=True):
             if not result.uses and not argument.uses:
@@ -1270,7 +1294,8 @@ class CFunctionPrinter(BasePrinter):
         upper: str,
     ) -> None:
         """The Cortex-M DSP variant of int8 dot products (`#if`; the caller prints the portable
-        loop as its `#else`): four elements per step, every input word loaded and sign-extended
+        loop as its `#else`, and the loop of the last elements when `upper` leaves some for the
+        portable body): four elements per step, every input word loaded and sign-extended
         into its two byte pairs once, then two SMLADs per term. Integer addition modulo 2**32
         does not depend on the order: same result."""
         self.module.uses_arm_dsp = True
@@ -1313,7 +1338,6 @@ class CFunctionPrinter(BasePrinter):
                             pair_a, pair_b = halves[a][half], halves[b][half]
                             self.line(f"{local} = __smlad({pair_a}, {pair_b}, {local});")
         self.line("}")
-        self.print_string("#else\n", indent=0)
 
     def move_out_of_loop(
         self, op: scf.ForOp
