@@ -210,6 +210,8 @@ class ModuleContext:
     provenances: loops.Provenances = field(default_factory=loops.Provenances)
     uses_arm_dsp: bool = False
     """Whether a loop has a Cortex-M DSP variant (`<arm_acle.h>` under __ARM_FEATURE_DSP)."""
+    uses_arm_sxtab16: bool = False
+    """Whether a DSP variant widens offset inputs (`usmp_sxtab16_ror8`)."""
     """Where memref values point (register accumulators and hoisted loads need it)."""
     """Whether the printed code calls a `<math.h>` function or uses its macros (NAN, isnan)."""
 
@@ -224,6 +226,16 @@ ARM_SXTB16_ROR8 = (
 )
 """Printed with `<arm_acle.h>` (under `__ARM_FEATURE_DSP`): gcc does not fold the rotation of
 `__sxtb16(ror(x, 8))` into the instruction's operand, which costs an instruction per word."""
+
+ARM_SXTAB16_ROR8 = (
+    "/* SXTAB16 of a word rotated right by 8 bits: its bytes 1 and 3 plus two halves. */\n"
+    "static inline int32_t usmp_sxtab16_ror8(int32_t halves, int32_t word) {\n"
+    "  int32_t pair;\n"
+    '  __asm__("sxtab16 %0, %1, %2, ror #8" : "=r"(pair) : "r"(halves), "r"(word));\n'
+    "  return pair;\n"
+    "}"
+)
+"""`ARM_SXTB16_ROR8` with an addend: an offset input's odd bytes widened, offset included."""
 
 # The C helpers some ops need, printed once before the functions that use them.
 HELPERS: dict[str, str] = {
@@ -1323,8 +1335,18 @@ class CFunctionPrinter(BasePrinter):
                 even, odd = self.names.fresh(f"{word}_even"), self.names.fresh(f"{word}_odd")
                 self.line(f"int32_t {word};")
                 self.line(f"memcpy(&{word}, {view.name} + {index}, 4);")
-                self.line(f"int32_t {even} = __sxtb16({word});")
-                self.line(f"int32_t {odd} = usmp_sxtb16_ror8({word});")
+                offset = dot.offsets[position] if dot.offsets else 0
+                if offset:
+                    # Both halves plus the offset (a quantised input's zero point) while
+                    # widening: the int16 sums are exact (|offset| <= loops.OFFSET_LIMIT).
+                    self.module.uses_arm_sxtab16 = True
+                    pair = (offset & 0xFFFF) << 16 | (offset & 0xFFFF)
+                    halves_c = str(pair - (1 << 32) if pair >= 1 << 31 else pair)
+                    self.line(f"int32_t {even} = __sxtab16({halves_c}, {word});")
+                    self.line(f"int32_t {odd} = usmp_sxtab16_ror8({halves_c}, {word});")
+                else:
+                    self.line(f"int32_t {even} = __sxtb16({word});")
+                    self.line(f"int32_t {odd} = usmp_sxtb16_ror8({word});")
                 halves[position] = (even, odd)
 
             for _, _, b in dot.terms:
