@@ -220,6 +220,16 @@ def conv2d(
     weights = kernel.get_global(*filters)
     quantized = isinstance(arithmetic, QuantizedConv)
     accumulator_type = i32 if quantized else f32
+    one_by_one = (kernel_height, kernel_width) == (1, 1)
+    pointwise = one_by_one and window.stride == (1, 1) and window.padding == (0, 0)
+    if quantized and depth_multiplier is None and pointwise and out_height > 1:
+        # A 1x1 convolution of stride 1 maps position p of the input to position p of the
+        # output: seen as one row of H * W positions, the blocks of positions run on across the
+        # rows (no odd position left at the end of each row).
+        positions = height * width
+        source = _reshaped(kernel, source, (batches, 1, positions, in_channels))
+        target = _reshaped(kernel, target, (batches, 1, positions, out_channels))
+        height, width, out_height, out_width = 1, positions, 1, positions
     element = output_type.element_type
     requantize = (
         RequantizeEmitter(module, kernel, name, arithmetic.requantization)
@@ -248,8 +258,7 @@ def conv2d(
         """`buffer` as one dimension (the runs are views of it)."""
         memref_type = buffer.type
         assert isinstance(memref_type, MemRefType)
-        cast = reshape_view(buffer, (int(np.prod(memref_type.get_shape())),))
-        return buffer if cast is None else kernel.insert(cast)
+        return _reshaped(kernel, buffer, (int(np.prod(memref_type.get_shape())),))
 
     flat_input = flat(source) if rows_contiguous else source
     flat_filters = flat(weights) if rows_contiguous else weights
@@ -519,6 +528,11 @@ def conv2d(
     kernel.loop(0, batches, batch_body)
     finish(kernel)
     module.add(op)
+
+
+def _reshaped(kernel: KernelBuilder, buffer: Value, shape: tuple[int, ...]) -> Value:
+    cast = reshape_view(buffer, shape)
+    return buffer if cast is None else kernel.insert(cast)
 
 
 def conv2d_nchw(
