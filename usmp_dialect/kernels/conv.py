@@ -10,7 +10,9 @@ a row and a column segment is its own loop nest with constant window bounds, so 
 runs without any test and the border windows as constant-trip loops (`segments`). int8
 convolutions compute 2 output channels x 2 positions of equal taps together (`POSITION_BLOCK`):
 each input value is loaded for two channels, each weight for two positions; every accumulator
-still sums its own element, and integer sums do not depend on the order.
+still sums its own element, and integer sums do not depend on the order. An int8 window row
+(its taps along x and every input channel: contiguous in NHWC and OHWI) is one run read from
+views of equally spaced runs (`KernelBuilder.runs`), the loop the C backend prints with SMLAD.
 """
 
 from __future__ import annotations
@@ -319,12 +321,10 @@ def conv2d(
                     kernel.mul(kernel.add(kernel.mul(batch, height), in_y), width),
                     kernel.add(first.origin_x, x_start),
                 )
+                spacing = position_spacing(positions)
+                assert spacing is not None  # blocks are consecutive along one axis
                 xs_view = kernel.runs(
-                    flat_input,
-                    kernel.mul(start, in_channels),
-                    len(positions),
-                    position_spacing(positions),
-                    length,
+                    flat_input, kernel.mul(start, in_channels), len(positions), spacing, length
                 )
                 filter_start = kernel.add(
                     kernel.mul(out_cs[0], kernel_height * kernel_width * in_channels),
