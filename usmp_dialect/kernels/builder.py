@@ -15,7 +15,9 @@ from collections.abc import Callable, Sequence
 from xdsl.builder import Builder
 from xdsl.dialects import arith, func, math, memref, scf
 from xdsl.dialects.builtin import (
+    DYNAMIC_INDEX,
     ArrayAttr,
+    DenseArrayBase,
     DenseIntOrFPElementsAttr,
     DictionaryAttr,
     FloatAttr,
@@ -24,6 +26,8 @@ from xdsl.dialects.builtin import (
     IntegerAttr,
     IntegerType,
     MemRefType,
+    NoneAttr,
+    StridedLayoutAttr,
     StringAttr,
     f32,
     i1,
@@ -211,6 +215,31 @@ class KernelBuilder:
 
     def store(self, value: Value, buffer: Value, indices: Sequence[Value | int]) -> None:
         self.insert(memref.StoreOp.get(value, buffer, [self._value(i, INDEX) for i in indices]))
+
+    def runs(
+        self, flat: Value, offset: Value | int, count: int, spacing: int, length: int
+    ) -> Value:
+        """The `[count, length]` view of the 1-D buffer `flat` whose rows start at `offset`,
+        `offset + spacing`, ... (a `memref.reinterpret_cast`, no copy): `count` equally spaced
+        runs read in one loop from one base pointer, each element of the loop's induction
+        variable `t` at `view[row, t]`."""
+        source = flat.type
+        assert isinstance(source, MemRefType) and source.get_num_dims() == 1
+        layout = StridedLayoutAttr([spacing, 1], offset if isinstance(offset, int) else NoneAttr())
+        dynamic = [] if isinstance(offset, int) else [self.as_index(offset)]
+        return self.insert(
+            memref.ReinterpretCastOp.build(
+                operands=[flat, dynamic, [], []],
+                result_types=[MemRefType(source.element_type, [count, length], layout)],
+                properties={
+                    "static_offsets": DenseArrayBase.from_list(
+                        i64, [offset if isinstance(offset, int) else DYNAMIC_INDEX]
+                    ),
+                    "static_sizes": DenseArrayBase.from_list(i64, [count, length]),
+                    "static_strides": DenseArrayBase.from_list(i64, [spacing, 1]),
+                },
+            )
+        )
 
     def get_global(self, name: str, type_: MemRefType) -> Value:
         return self.insert(memref.GetGlobalOp(name, type_))

@@ -10,7 +10,9 @@ a row and a column segment is its own loop nest with constant window bounds, so 
 runs without any test and the border windows as constant-trip loops (`segments`). int8
 convolutions compute 2 output channels x 2 positions of equal taps together (`POSITION_BLOCK`):
 each input value is loaded for two channels, each weight for two positions; every accumulator
-still sums its own element, and integer sums do not depend on the order.
+still sums its own element, and integer sums do not depend on the order. An int8 window row
+(its taps along x and every input channel: contiguous in NHWC and OHWI) is one run read from
+views of equally spaced runs (`KernelBuilder.runs`), the loop the C backend prints with SMLAD.
 """
 
 from __future__ import annotations
@@ -25,7 +27,12 @@ from xdsl.ir import Attribute
 
 from usmp_dialect.kernels.builder import KernelBuilder, Value, finish, function
 from usmp_dialect.kernels.hybrid import HybridArithmetic, hybrid_output, quantize_input
-from usmp_dialect.kernels.module import ModelModule, Requantization, RequantizeEmitter
+from usmp_dialect.kernels.module import (
+    ModelModule,
+    Requantization,
+    RequantizeEmitter,
+    reshape_view,
+)
 
 
 @dataclass(frozen=True)
@@ -168,6 +175,8 @@ class _Position:
     out_x: Value
     origin_y: Value
     origin_x: Value
+    step: tuple[int, int] = (0, 0)
+    """(rows, columns) from the block's first position (static: blocks are consecutive)."""
 
 
 def _taps(origin: int, extent: int, size: int, dilation: int) -> tuple[int, int]:
@@ -251,6 +260,16 @@ def conv2d(
         accumulator_type = arithmetic.accumulator
     else:
         accumulator_type = i32 if hybrid is not None else f32
+    one_by_one = (kernel_height, kernel_width) == (1, 1)
+    pointwise = one_by_one and window.stride == (1, 1) and window.padding == (0, 0)
+    if quantized and depth_multiplier is None and pointwise and out_height > 1:
+        # A 1x1 convolution of stride 1 maps position p of the input to position p of the
+        # output: seen as one row of H * W positions, the blocks of positions run on across the
+        # rows (no odd position left at the end of each row).
+        positions = height * width
+        source = _reshaped(kernel, source, (batches, 1, positions, in_channels))
+        target = _reshaped(kernel, target, (batches, 1, positions, out_channels))
+        height, width, out_height, out_width = 1, positions, 1, positions
     requantize = (
         RequantizeEmitter(module, kernel, name, arithmetic.requantization)
         if isinstance(arithmetic, QuantizedConv)
@@ -267,6 +286,32 @@ def conv2d(
     # The bias as given serves the windows that leave the input (or every window, unfolded).
     clipping = folded is None or padded_h or padded_w
     bias_value = kernel.get_global(*bias) if bias is not None and clipping else None
+
+    # int8 convolutions read a window row (its taps along x, every input channel) as one run:
+    # contiguous in the NHWC input and the OHWI filters when the window is not dilated along x,
+    # so the C backend's dot product covers kx and ic at once (SMLAD four elements at a time
+    # even for a one-channel first layer, whose 4-tap rows are one step).
+    rows_contiguous = quantized and depth_multiplier is None and dilation_w == 1
+
+    def flat(buffer: Value) -> Value:
+        """`buffer` as one dimension (the runs are views of it)."""
+        memref_type = buffer.type
+        assert isinstance(memref_type, MemRefType)
+        return _reshaped(kernel, buffer, (int(np.prod(memref_type.get_shape())),))
+
+    flat_input = flat(source) if rows_contiguous else source
+    flat_filters = flat(weights) if rows_contiguous else weights
+
+    def position_spacing(positions: Sequence[_Position]) -> int | None:
+        """The input elements between the windows of consecutive positions of a block (None
+        when they are not equally spaced)."""
+        steps = [p.step for p in positions]
+        if len(steps) == 1:
+            return width * in_channels
+        dy, dx = steps[1]
+        if any(step != (k * dy, k * dx) for k, step in enumerate(steps)):
+            return None
+        return (dy * stride_h * width + dx * stride_w) * in_channels
 
     def widened(value: Value, offset: int) -> Value:
         """An int8 operand as the int32 the product takes (plus its offset), a float as is."""
@@ -297,7 +342,64 @@ def conv2d(
             input_offset = arithmetic.input_offset if offset else 0
             filter_offset = arithmetic.filter_offset if offset else 0
 
+            def over_row(ky: Value, acc: Sequence[Value]) -> list[Value]:
+                """The window row `ky` as one run of `(x_end - x_start) * in_channels`
+                elements, contiguous in the input and in the filters."""
+                x_start, x_end = x_range
+                assert isinstance(x_start, int) and isinstance(x_end, int)
+                length = (x_end - x_start) * in_channels
+                if length == 0:
+                    return list(acc)
+                # The positions' runs (and the channels') lie a constant distance apart: one
+                # view of equally spaced runs each, so the loop reads them from one pointer.
+                first = positions[0]
+                in_y = kernel.add(first.origin_y, kernel.mul(ky, dilation_h))
+                start = kernel.add(
+                    kernel.mul(kernel.add(kernel.mul(batch, height), in_y), width),
+                    kernel.add(first.origin_x, x_start),
+                )
+                spacing = position_spacing(positions)
+                assert spacing is not None  # blocks are consecutive along one axis
+                xs_view = kernel.runs(
+                    flat_input, kernel.mul(start, in_channels), len(positions), spacing, length
+                )
+                filter_start = kernel.add(
+                    kernel.mul(out_cs[0], kernel_height * kernel_width * in_channels),
+                    kernel.add(kernel.mul(ky, kernel_width * in_channels), x_start * in_channels),
+                )
+                ws_view = kernel.runs(
+                    flat_filters,
+                    filter_start,
+                    len(out_cs),
+                    kernel_height * kernel_width * in_channels,
+                    length,
+                )
+
+                def over_t(t: Value, acc_t: Sequence[Value]) -> list[Value]:
+                    xs = [
+                        widened(kernel.load(xs_view, [k, t]), input_offset)
+                        for k in range(len(positions))
+                    ]
+                    ws = [
+                        widened(kernel.load(ws_view, [k, t]), filter_offset)
+                        for k in range(len(out_cs))
+                    ]
+                    products = [kernel.mul(x, w) for x in xs for w in ws]
+                    return [
+                        accumulate_product(kernel, partial, product, arithmetic)
+                        for partial, product in zip(acc_t, products, strict=True)
+                    ]
+
+                return list(kernel.loop(0, length, over_t, acc))
+
             def over_y(ky: Value, acc: Sequence[Value]) -> list[Value]:
+                if (
+                    rows_contiguous
+                    and in_c is None
+                    and all(isinstance(v, int) for v in x_range)
+                    and position_spacing(positions) is not None
+                ):
+                    return over_row(ky, acc)
                 in_ys = [kernel.add(p.origin_y, kernel.mul(ky, dilation_h)) for p in positions]
 
                 def over_x(kx: Value, acc_x: Sequence[Value]) -> list[Value]:
@@ -398,18 +500,26 @@ def conv2d(
         # position: a 1-wide output).
         block_x = block_of(columns)
         block_y = block_of(rows) if block_x == 1 else 1
+        # Window rows read as runs (constant column taps) need the block's first origin only:
+        # the other positions' runs lie at a static distance (C rejects unused locals).
+        first_only = rows_contiguous and columns.taps is not None
+
+        def origins(outs: list[Value], stride: int, pad: int) -> list[Value]:
+            computed = outs[:1] if first_only else outs
+            values = [kernel.sub(kernel.mul(out, stride), pad) for out in computed]
+            return values + [values[0]] * (len(outs) - len(values))
 
         def output_row_block(out_ys: list[Value]) -> None:
-            origins_y = [kernel.sub(kernel.mul(out_y, stride_h), pad_top) for out_y in out_ys]
+            origins_y = origins(out_ys, stride_h, pad_top)
             y_taps = taps_of(rows, origins_y[0], kernel_height, height, dilation_h)
 
             def output_column_block(out_xs: list[Value]) -> None:
-                origins_x = [kernel.sub(kernel.mul(out_x, stride_w), pad_left) for out_x in out_xs]
+                origins_x = origins(out_xs, stride_w, pad_left)
                 x_taps = taps_of(columns, origins_x[0], kernel_width, width, dilation_w)
                 positions = [
-                    _Position(out_y, out_x, origin_y, origin_x)
-                    for out_y, origin_y in zip(out_ys, origins_y, strict=True)
-                    for out_x, origin_x in zip(out_xs, origins_x, strict=True)
+                    _Position(out_y, out_x, origin_y, origin_x, (dy, dx))
+                    for dy, (out_y, origin_y) in enumerate(zip(out_ys, origins_y, strict=True))
+                    for dx, (out_x, origin_x) in enumerate(zip(out_xs, origins_x, strict=True))
                 ]
                 output_channels(batch, positions, y_taps, x_taps)
 
@@ -488,6 +598,11 @@ def conv2d(
     kernel.loop(0, batches, batch_body)
     finish(kernel)
     module.add(op)
+
+
+def _reshaped(kernel: KernelBuilder, buffer: Value, shape: tuple[int, ...]) -> Value:
+    cast = reshape_view(buffer, shape)
+    return buffer if cast is None else kernel.insert(cast)
 
 
 def conv2d_nchw(

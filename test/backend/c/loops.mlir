@@ -161,8 +161,11 @@ func.func @main(%input: memref<16xi8>, %weights: memref<16xi8>, %output: memref<
 
 // A 2 x 2 block of int8 dot products in carried accumulators (two input rows x two weight
 // rows, as an int8 convolution computes two positions x two output channels): each word is
-// loaded and widened once, the weights first, then each input row with its two terms. Not a
-// dot product when the body does anything else (the third function adds an offset).
+// loaded and widened once, the weights first, then each input row with its two terms. An input
+// plus a constant (a zero point, the third function) is widened with the constant added
+// (SXTAB16); a length that is no multiple of 4 (the fourth) leaves its last elements to the
+// portable body, whose loop header the DSP variant shares. Not a dot product when the body does
+// anything else (the fifth function adds an offset that is no constant).
 pool.workspace @ws {internal, size_bytes = 64 : i64}
 func.func @block(%x: memref<2x8xi8>, %w: memref<2x8xi8>, %out: memref<4xi32>) {
   %c0 = arith.constant 0 : index
@@ -216,12 +219,62 @@ func.func @offset(%x: memref<8xi8>, %w: memref<8xi8>, %out: memref<1xi32>) {
   memref.store %r, %out[%c0] : memref<1xi32>
   func.return
 }
-func.func @main(%input: memref<2x8xi8>, %weights: memref<2x8xi8>, %output: memref<4xi32>,
-                %input1: memref<8xi8>, %weights1: memref<8xi8>, %output1: memref<1xi32>) {
-  func.call @block(%input, %weights, %output) : (memref<2x8xi8>, memref<2x8xi8>, memref<4xi32>) -> ()
-  func.call @offset(%input1, %weights1, %output1) : (memref<8xi8>, memref<8xi8>, memref<1xi32>) -> ()
+func.func @tail(%x: memref<6xi8>, %w: memref<6xi8>, %out: memref<1xi32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c6 = arith.constant 6 : index
+  %zero = arith.constant 0 : i32
+  %r = scf.for %k = %c0 to %c6 step %c1 iter_args(%a = %zero) -> (i32) {
+    %xv = memref.load %x[%k] : memref<6xi8>
+    %wv = memref.load %w[%k] : memref<6xi8>
+    %xe = arith.extsi %xv : i8 to i32
+    %we = arith.extsi %wv : i8 to i32
+    %m = arith.muli %xe, %we : i32
+    %n = arith.addi %a, %m : i32
+    scf.yield %n : i32
+  }
+  memref.store %r, %out[%c0] : memref<1xi32>
   func.return
 }
+func.func @varying(%x: memref<8xi8>, %w: memref<8xi8>, %out: memref<1xi32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  %zero = arith.constant 0 : i32
+  %r = scf.for %k = %c0 to %c8 step %c1 iter_args(%a = %zero) -> (i32) {
+    %xv = memref.load %x[%k] : memref<8xi8>
+    %wv = memref.load %w[%k] : memref<8xi8>
+    %xe = arith.extsi %xv : i8 to i32
+    %we = arith.extsi %wv : i8 to i32
+    %xo = arith.addi %xe, %a : i32
+    %m = arith.muli %xo, %we : i32
+    %n = arith.addi %a, %m : i32
+    scf.yield %n : i32
+  }
+  memref.store %r, %out[%c0] : memref<1xi32>
+  func.return
+}
+func.func @main(%input: memref<2x8xi8>, %weights: memref<2x8xi8>, %output: memref<4xi32>,
+                %input1: memref<8xi8>, %weights1: memref<8xi8>, %output1: memref<1xi32>,
+                %input2: memref<6xi8>, %weights2: memref<6xi8>, %output2: memref<1xi32>,
+                %output3: memref<1xi32>) {
+  func.call @block(%input, %weights, %output) : (memref<2x8xi8>, memref<2x8xi8>, memref<4xi32>) -> ()
+  func.call @offset(%input1, %weights1, %output1) : (memref<8xi8>, memref<8xi8>, memref<1xi32>) -> ()
+  func.call @tail(%input2, %weights2, %output2) : (memref<6xi8>, memref<6xi8>, memref<1xi32>) -> ()
+  func.call @varying(%input1, %weights1, %output3) : (memref<8xi8>, memref<8xi8>, memref<1xi32>) -> ()
+  func.return
+}
+
+// CHECK:       #if defined(__ARM_FEATURE_DSP)
+// CHECK-NEXT:  #include <arm_acle.h>
+// CHECK:       static inline int32_t usmp_sxtb16_ror8(int32_t word) {
+// CHECK:       /* SXTAB16 of a word rotated right by 8 bits: its bytes 1 and 3 plus two halves. */
+// CHECK-NEXT:  static inline int32_t usmp_sxtab16_ror8(int32_t halves, int32_t word) {
+// CHECK-NEXT:    int32_t pair;
+// CHECK-NEXT:    __asm__("sxtab16 %0, %1, %2, ror #8" : "=r"(pair) : "r"(halves), "r"(word));
+// CHECK-NEXT:    return pair;
+// CHECK-NEXT:  }
+// CHECK-NEXT:  #endif
 
 // CHECK-LABEL: static void block({{.*}}) {
 // CHECK:       #if defined(__ARM_FEATURE_DSP)
@@ -254,4 +307,29 @@ func.func @main(%input: memref<2x8xi8>, %weights: memref<2x8xi8>, %output: memre
 // CHECK-NEXT:    }
 // CHECK-NEXT:  #else
 // CHECK-LABEL: static void offset({{.*}}) {
+// CHECK:       #pragma GCC unroll 4
+// CHECK-NEXT:    for (int64_t k = 0; k < 8; k += 4) {
+// CHECK:           memcpy(&x4, x + k, 4);
+// CHECK-NEXT:      int32_t x4_even = __sxtab16(327685, x4);
+// CHECK-NEXT:      int32_t x4_odd = usmp_sxtab16_ror8(327685, x4);
+// CHECK-NEXT:      [[A:[a-z_0-9]+]] = __smlad(x4_even, w4_even, [[A]]);
+// CHECK-NEXT:      [[A]] = __smlad(x4_odd, w4_odd, [[A]]);
+// CHECK-NEXT:    }
+// CHECK-NEXT:  #else
+// CHECK-LABEL: static void tail({{.*}}) {
+// CHECK:       #if defined(__ARM_FEATURE_DSP)
+// CHECK-NEXT:  #pragma GCC unroll 4
+// CHECK-NEXT:    for (int64_t k = 0; k < 4; k += 4) {
+// CHECK:           __smlad
+// CHECK:         }
+// CHECK-NEXT:  #pragma GCC unroll 2
+// CHECK-NEXT:    for (int64_t k = 4; k < 6; k += 1) {
+// CHECK-NEXT:  #else
+// CHECK-NEXT:  #pragma GCC unroll 6
+// CHECK-NEXT:    for (int64_t k = 0; k < 6; k += 1) {
+// CHECK-NEXT:  #endif
+// CHECK-NEXT:      int8_t xv = x[k];
+// CHECK:         }
+// CHECK-NEXT:    out[0] = r;
+// CHECK-LABEL: static void varying({{.*}}) {
 // CHECK-NOT:   __smlad

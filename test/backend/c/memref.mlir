@@ -15,6 +15,7 @@
 func.func @views(%a: memref<4x8xf32>, %o: memref<2x4xf32>, %k: index) {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
   %s = memref.subview %a[1, 2] [2, 4] [1, 1] : memref<4x8xf32> to memref<2x4xf32, strided<[8, 1], offset: 10>>
   %v = memref.load %s[%c1, %c1] : memref<2x4xf32, strided<[8, 1], offset: 10>>
   memref.store %v, %o[%c0, %c0] : memref<2x4xf32>
@@ -29,6 +30,10 @@ func.func @views(%a: memref<4x8xf32>, %o: memref<2x4xf32>, %k: index) {
   memref.store %y, %o[%c1, %c1] : memref<2x4xf32>
   %sub = memref.subview %o[0, 2] [2, 2] [1, 1] : memref<2x4xf32> to memref<2x2xf32, strided<[4, 1], offset: 2>>
   "memref.copy"(%r, %sub) : (memref<2x2xf32, strided<[8, 1], offset: 3>>, memref<2x2xf32, strided<[4, 1], offset: 2>>) -> ()
+  // Equally spaced runs at a dynamic offset (int8 convolutions' window rows): a pointer.
+  %runs = memref.reinterpret_cast %flat to offset: [%k], sizes: [2, 3], strides: [5, 1] : memref<32xf32> to memref<2x3xf32, strided<[5, 1], offset: ?>>
+  %z = memref.load %runs[%c1, %c1] : memref<2x3xf32, strided<[5, 1], offset: ?>>
+  memref.store %z, %o[%c0, %c2] : memref<2x4xf32>
   func.return
 }
 
@@ -51,6 +56,9 @@ func.func @views(%a: memref<4x8xf32>, %o: memref<2x4xf32>, %k: index) {
 // CHECK-NEXT:        sub[copy_i0 * 4 + copy_i1] = r[copy_i0 * 8 + copy_i1];
 // CHECK-NEXT:      }
 // CHECK-NEXT:    }
+// CHECK-NEXT:    const float* runs = flat + k;
+// CHECK-NEXT:    float z = runs[6];
+// CHECK-NEXT:    o[2] = z;
 // CHECK-NEXT:  }
 
 func.func @main(%a: memref<4x8xf32>, %o: memref<2x4xf32>, %t: memref<4xi16>) {

@@ -401,19 +401,24 @@ def unroll_factor(loop: scf.ForOp) -> int | None:
 
 @dataclass(frozen=True)
 class DotProduct:
-    """int8 dot products over one loop of step 1 whose trip count is a multiple of 4, sharing
+    """int8 dot products over one loop of step 1 of at least 4 iterations, sharing
     their inputs: for every term `(accumulator, a, b)`, `acc += sext(a[k]) * sext(b[k])` with
     `a` and `b` among `inputs`, each contiguous in k. The accumulators are the loop's carried
     values (`accumulator` None; term `i` sums into carried value `accumulator` of term `i`), or
     one element the printer keeps in a local (`accumulator`, one term). Several terms are a
     register block (two output channels x two positions of a convolution: each input word is
     loaded and widened once for two products). The printer adds a Cortex-M DSP variant (two
-    `SMLAD`s per four elements and term): the same sums modulo 2**32."""
+    `SMLAD`s per four elements and term, the last `trips % 4` elements by the portable body):
+    the same sums modulo 2**32."""
 
     inputs: tuple[memref.LoadOp, ...]
     terms: tuple[tuple[int, int, int], ...]
     """(accumulator position, input position, input position) of every product."""
     accumulator: tuple[SSAValue, IndexKey] | None
+    offsets: tuple[int, ...] = ()
+    """A constant each input's elements are offset by before the product (`sext(a[k]) + c`,
+    a quantised input's zero point; empty: none). The sums fit 16 bits: the DSP variant adds
+    them while widening (`SXTAB16`)."""
 
 
 def _contiguous_int8_load(
@@ -431,11 +436,38 @@ def _contiguous_int8_load(
     return all(_defined_outside(i, loop) for i in others)
 
 
-def _widened_input(
+OFFSET_LIMIT = 32767 - 128
+"""The largest offset of an int8 input whose sums still fit an int16 half of `SXTAB16`."""
+
+
+def _offset_input(
     value: SSAValue, loop: scf.ForOp, strides: Callable[[SSAValue], Sequence[int]]
+) -> tuple[list[Operation], memref.LoadOp, int] | None:
+    """`_widened_input`, or that plus a constant (`sext(load) + c`, used by products only,
+    |c| <= OFFSET_LIMIT): the ops, the load and the offset."""
+    total = value.owner
+    if isinstance(total, arith.AddiOp):
+        offset = _constant_int(total.rhs)
+        if offset is None or abs(offset) > OFFSET_LIMIT:
+            return None
+        if not all(isinstance(use.operation, arith.MuliOp) for use in total.result.uses):
+            return None
+        widened = _widened_input(total.lhs, loop, strides, (arith.AddiOp,))
+        if widened is None or widened[0].result.uses.get_length() != 1:
+            return None
+        return [total, *widened], widened[1], offset
+    widened = _widened_input(value, loop, strides)
+    return None if widened is None else (list(widened), widened[1], 0)
+
+
+def _widened_input(
+    value: SSAValue,
+    loop: scf.ForOp,
+    strides: Callable[[SSAValue], Sequence[int]],
+    users: tuple[type[Operation], ...] = (arith.MuliOp,),
 ) -> tuple[arith.ExtSIOp, memref.LoadOp] | None:
     """The sign extension to i32 of a contiguous int8 load that `value` is (the load used by
-    the extension only, the extension by products only)."""
+    the extension only, the extension by `users` only: products)."""
     extend = value.owner
     if not isinstance(extend, arith.ExtSIOp) or extend.result.type != IntegerType(32):
         return None
@@ -444,7 +476,7 @@ def _widened_input(
         return None
     if not _contiguous_int8_load(loop, load, strides):
         return None
-    if not all(isinstance(use.operation, arith.MuliOp) for use in extend.result.uses):
+    if not all(isinstance(use.operation, users) for use in extend.result.uses):
         return None
     return extend, load
 
@@ -458,6 +490,7 @@ def _carried_dot_products(
     if not carried or not isinstance(yielded, scf.YieldOp):
         return None
     inputs: list[memref.LoadOp] = []
+    offsets: list[int] = []
     members: set[Operation] = {yielded}
     terms: list[tuple[int, int, int]] = []
     for position, (argument, result) in enumerate(zip(carried, yielded.operands, strict=True)):
@@ -476,19 +509,22 @@ def _carried_dot_products(
             return None
         pair: list[int] = []
         for operand in (product.lhs, product.rhs):
-            widened = _widened_input(operand, loop, strides)
+            widened = _offset_input(operand, loop, strides)
             if widened is None:
                 return None
-            extend, load = widened
+            ops, load, offset = widened
             if load not in inputs:
                 inputs.append(load)
-            members |= {extend, load}
+                offsets.append(offset)
+            elif offsets[inputs.index(load)] != offset:
+                return None
+            members |= {*ops, load}
             pair.append(inputs.index(load))
         members |= {total, product}
         terms.append((position, pair[0], pair[1]))
     if any(op not in members for op in loop.body.block.ops):
         return None  # anything else in the body: not a pure dot product
-    return DotProduct(tuple(inputs), tuple(terms), None)
+    return DotProduct(tuple(inputs), tuple(terms), None, tuple(offsets) if any(offsets) else ())
 
 
 def int8_dot_product(
@@ -499,7 +535,7 @@ def int8_dot_product(
     """The dot products `loop` is (None when it is anything else); `accumulators`: the elements
     the printer keeps in locals across `loop`."""
     trips = static_trip_count(loop)
-    if not trips or trips % 4 or _constant_int(loop.step) != 1:
+    if not trips or trips < 4 or _constant_int(loop.step) != 1:
         return None
     if len(loop.body.block.args) > 1:
         return _carried_dot_products(loop, strides)

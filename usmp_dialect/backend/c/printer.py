@@ -210,6 +210,8 @@ class ModuleContext:
     provenances: loops.Provenances = field(default_factory=loops.Provenances)
     uses_arm_dsp: bool = False
     """Whether a loop has a Cortex-M DSP variant (`<arm_acle.h>` under __ARM_FEATURE_DSP)."""
+    uses_arm_sxtab16: bool = False
+    """Whether a DSP variant widens offset inputs (`usmp_sxtab16_ror8`)."""
     """Where memref values point (register accumulators and hoisted loads need it)."""
     """Whether the printed code calls a `<math.h>` function or uses its macros (NAN, isnan)."""
 
@@ -224,6 +226,16 @@ ARM_SXTB16_ROR8 = (
 )
 """Printed with `<arm_acle.h>` (under `__ARM_FEATURE_DSP`): gcc does not fold the rotation of
 `__sxtb16(ror(x, 8))` into the instruction's operand, which costs an instruction per word."""
+
+ARM_SXTAB16_ROR8 = (
+    "/* SXTAB16 of a word rotated right by 8 bits: its bytes 1 and 3 plus two halves. */\n"
+    "static inline int32_t usmp_sxtab16_ror8(int32_t halves, int32_t word) {\n"
+    "  int32_t pair;\n"
+    '  __asm__("sxtab16 %0, %1, %2, ror #8" : "=r"(pair) : "r"(halves), "r"(word));\n'
+    "  return pair;\n"
+    "}"
+)
+"""`ARM_SXTB16_ROR8` with an addend: an offset input's odd bytes widened, offset included."""
 
 # The C helpers some ops need, printed once before the functions that use them.
 HELPERS: dict[str, str] = {
@@ -1110,6 +1122,14 @@ class CFunctionPrinter(BasePrinter):
         assert isinstance(source_type, MemRefType)
         source_offset = source_type.get_offset()
         static_offsets = op.static_offsets.get_values()
+        if source_offset is not None and len(op.offsets) == 1 and len(static_offsets) == 1:
+            # A dynamic offset (kernels' views of equally spaced runs): the source's pointer
+            # plus the offset, relative to the source's own.
+            shift_c = self.expr(op.offsets[0])
+            if source_offset:
+                shift_c = f"({shift_c} - {source_offset})"
+            self.define_memref(op.result, source, self.offset_pointer(source, shift_c))
+            return
         if source_offset is None or op.offsets or any(o < 0 for o in static_offsets):
             raise DiagnosticException(
                 f"C backend: 'memref.reinterpret_cast' with a dynamic offset "
@@ -1242,16 +1262,32 @@ class CFunctionPrinter(BasePrinter):
         iv_c = c_types.c_type(iv.type)
         lower, upper, step = self.expr(op.lb), self.expr(op.ub), self.expr(op.step)
         dot = loops.int8_dot_product(op, set(self.promoted), lambda value: self.mem(value).strides)
+        tail = 0
         if dot is not None:
             locals_ = carried if dot.accumulator is None else [self.promoted[dot.accumulator]]
-            self.print_dsp_dot_product(dot, locals_, iv_c, iv_name, lower, upper)
+            trips = loops.static_trip_count(op) or 0
+            tail = trips % 4
+            first = self.constant_int(op.lb)
+            whole = str((first or 0) + trips - tail) if tail else upper
+            self.print_dsp_dot_product(dot, locals_, iv_c, iv_name, lower, whole)
+            if tail:
+                # The last `tail` elements run the portable body, whose loop header the DSP
+                # variant shares: `for` headers under #if / #else, one body.
+                if tail > 1:
+                    self.print_string(f"#pragma GCC unroll {tail}\n", indent=0)
+                self.line(
+                    f"for ({iv_c} {iv_name} = {whole}; {iv_name} < {upper}; {iv_name} += 1) {{"
+                )
+            self.print_string("#else\n", indent=0)
         unroll = loops.unroll_factor(op)
         if unroll is not None:
             self.print_string(f"#pragma GCC unroll {unroll}\n", indent=0)
         self.line(f"for ({iv_c} {iv_name} = {lower}; {iv_name} < {upper}; {iv_name} += {step}) {{")
+        if tail:
+            self.print_string("#endif\n", indent=0)
         self.print_region_with_targets(op.body, carried)
         self.line("}")
-        if dot is not None:
+        if dot is not None and not tail:
             self.print_string("#endif\n", indent=0)
         for result, argument, name in zip(op.res, op.body.block.args[1:], carried, strict=True):
             if not result.uses and not argument.uses:
@@ -1270,7 +1306,8 @@ class CFunctionPrinter(BasePrinter):
         upper: str,
     ) -> None:
         """The Cortex-M DSP variant of int8 dot products (`#if`; the caller prints the portable
-        loop as its `#else`): four elements per step, every input word loaded and sign-extended
+        loop as its `#else`, and the loop of the last elements when `upper` leaves some for the
+        portable body): four elements per step, every input word loaded and sign-extended
         into its two byte pairs once, then two SMLADs per term. Integer addition modulo 2**32
         does not depend on the order: same result."""
         self.module.uses_arm_dsp = True
@@ -1298,8 +1335,18 @@ class CFunctionPrinter(BasePrinter):
                 even, odd = self.names.fresh(f"{word}_even"), self.names.fresh(f"{word}_odd")
                 self.line(f"int32_t {word};")
                 self.line(f"memcpy(&{word}, {view.name} + {index}, 4);")
-                self.line(f"int32_t {even} = __sxtb16({word});")
-                self.line(f"int32_t {odd} = usmp_sxtb16_ror8({word});")
+                offset = dot.offsets[position] if dot.offsets else 0
+                if offset:
+                    # Both halves plus the offset (a quantised input's zero point) while
+                    # widening: the int16 sums are exact (|offset| <= loops.OFFSET_LIMIT).
+                    self.module.uses_arm_sxtab16 = True
+                    pair = (offset & 0xFFFF) << 16 | (offset & 0xFFFF)
+                    halves_c = str(pair - (1 << 32) if pair >= 1 << 31 else pair)
+                    self.line(f"int32_t {even} = __sxtab16({halves_c}, {word});")
+                    self.line(f"int32_t {odd} = usmp_sxtab16_ror8({halves_c}, {word});")
+                else:
+                    self.line(f"int32_t {even} = __sxtb16({word});")
+                    self.line(f"int32_t {odd} = usmp_sxtb16_ror8({word});")
                 halves[position] = (even, odd)
 
             for _, _, b in dot.terms:
@@ -1313,7 +1360,6 @@ class CFunctionPrinter(BasePrinter):
                             pair_a, pair_b = halves[a][half], halves[b][half]
                             self.line(f"{local} = __smlad({pair_a}, {pair_b}, {local});")
         self.line("}")
-        self.print_string("#else\n", indent=0)
 
     def move_out_of_loop(
         self, op: scf.ForOp

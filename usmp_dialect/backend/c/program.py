@@ -41,6 +41,7 @@ from xdsl.utils.exceptions import DiagnosticException
 from usmp_dialect.backend.c import c_types, loops
 from usmp_dialect.backend.c.names import NameTable, sanitize
 from usmp_dialect.backend.c.printer import (
+    ARM_SXTAB16_ROR8,
     ARM_SXTB16_ROR8,
     HELPERS,
     CFunctionPrinter,
@@ -967,7 +968,13 @@ def emit_source(module: ModuleOp, prefix: str, entry_name: str, constants: str =
         "#include <stdint.h>",
         "#include <string.h>",
         *(
-            ["#if defined(__ARM_FEATURE_DSP)", "#include <arm_acle.h>", ARM_SXTB16_ROR8, "#endif"]
+            [
+                "#if defined(__ARM_FEATURE_DSP)",
+                "#include <arm_acle.h>",
+                ARM_SXTB16_ROR8,
+                *([ARM_SXTAB16_ROR8] if context.uses_arm_sxtab16 else []),
+                "#endif",
+            ]
             if context.uses_arm_dsp
             else []
         ),
