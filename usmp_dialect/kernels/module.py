@@ -265,7 +265,8 @@ class RequantizeEmitter:
     (`fixed_point.rounding_high_word`), the double rounding of `MultiplyByQuantizedMultiplier`
     and the output zero point are one 64-bit multiply-accumulate into a constant and one
     shift (`fixed_point.emit_multiply_shift_high`); per channel the constant's high word and
-    the shift of the high word are two more tables (`<prefix>_rounding`, `<prefix>_shift`).
+    the shift of the high word are two more tables (`<prefix>_rounding`, `<prefix>_shift`:
+    4 bytes per channel more than the general form's right shifts).
     The clamp saturates to the output type first (the C backend prints a Cortex-M `SSAT`)."""
 
     def __init__(
