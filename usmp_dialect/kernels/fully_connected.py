@@ -226,10 +226,18 @@ def _blocked_int8(
         finish_units(batch, [unit], totals)
 
     def per_batch(batch: Value, _: Sequence[Value]) -> list[Value]:
+        def each_block(block_index: Value, _: Sequence[Value]) -> list[Value]:
+            block(batch, block_index)
+            return []
+
+        def each_single(unit: Value, _: Sequence[Value]) -> list[Value]:
+            single(batch, unit)
+            return []
+
         if blocked_units:
-            kernel.loop(0, blocked_units // ROW_BLOCK, lambda b, _: [block(batch, b)][:0])
+            kernel.loop(0, blocked_units // ROW_BLOCK, each_block)
         if blocked_units < units:
-            kernel.loop(blocked_units, units, lambda u, _: [single(batch, u)][:0])
+            kernel.loop(blocked_units, units, each_single)
         return []
 
     kernel.loop(0, batches, per_batch)
