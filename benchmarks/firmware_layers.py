@@ -93,7 +93,9 @@ def instrument(source: str, prefix: str) -> str:
         )
 
     body = call.sub(wrap, body)
-    first = source.index("static void ")
+    prototype = re.search(r"^static (?:USMP_NOINLINE )?void ", source, re.M)
+    assert prototype is not None, "no operator function"
+    first = prototype.start()
     return source[:first] + PROBE + source[first:start] + body + source[end:]
 
 

@@ -402,6 +402,10 @@ def io_kind(attr: Attribute | None) -> str | None:
     return None
 
 
+NOINLINE_ATTRIBUTE = "usmp.noinline"
+"""A unit `func.func` attribute: the C backend prints the function `__attribute__((noinline))`
+under gcc (a kernel whose register block gcc spills when it is inlined into its caller)."""
+
 OPERATOR_ATTRIBUTE = "usmp.operator"
 """The `func.func` attribute a frontend puts on each operator function: what model operator
 it computes, `{type = "CONV_2D", index = 0 : i64, macs = N : i64}` (a plain dictionary, so the

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from xdsl.dialects import arith
 
 from usmp_dialect.kernels.builder import KernelBuilder, Value, i32, i64
 
@@ -239,11 +240,68 @@ def emit_multiply_by_quantized_multiplier_64(
     return kernel.cast(kernel.shr(kernel.add(product, rounding), total_shift), i32)
 
 
+def rounding_high_word(right_shift: int, zero_point: int = 0) -> int | None:
+    """The high word `2**(e-2) + zero_point * 2**(e-1)` of the constant
+    `emit_multiply_shift_high` adds, `2**(30+e) + zero_point * 2**(31+e)` (its low word is 0
+    for `e >= 2`); None where that form does not apply: a right shift `e` below 2, a high word
+    outside int32, or a sum that could leave int64 (then the wrapped sum would be wrong)."""
+    if right_shift < 2:
+        return None
+    high = (1 << (right_shift - 2)) + zero_point * (1 << (right_shift - 1))
+    if not INT32_MIN <= high <= INT32_MAX:
+        return None
+    # |value * multiplier| < 2**62, the constant, the signed half 2**30
+    if (1 << 62) + abs(high) * (1 << 32) + (1 << 30) >= 1 << 63:
+        return None
+    return high
+
+
+def emit_multiply_shift_high(
+    kernel: KernelBuilder, value: Value, multiplier: Value | int, high: Value | int
+) -> Value:
+    """The high word of `value * multiplier + high * 2**32 + (2**30 if value >= 0 else
+    -2**30)` (int64): shifted right by `e - 1` it is TFLite's double-rounding
+    `MultiplyByQuantizedMultiplier(value, multiplier, -e)` plus `zero_point`, for `high =
+    rounding_high_word(e, zero_point)` and a multiplier >= 0.
+
+    Why it is exact: `SaturatingRoundingDoublingHighMul` is `h = (p + 2**30) >> 31` for the
+    product `p` (no saturation: the multiplier is never INT32_MIN), and `RoundingDivideByPOT(h,
+    e)` (halves away from zero) is `(h + 2**(e-1) - [h < 0]) >> e`. Floors nest —
+    `((y >> 31) + c) >> e == (y + c * 2**31) >> (31 + e)` for an integer `c` — so the result
+    is `(p + 2**30 + 2**(30+e) - [h < 0] * 2**31) >> (31 + e)`. `h < 0` is `value < 0` except
+    when `h == 0` (`-2**30 <= p < 0`), where both give 0 for `e >= 1`. A zero point `z` added
+    after the shift is `z * 2**(31+e)` added before it. The constant's words are
+    `high + s` and `2**30 + (s << 31)` for the sign `s = value >> 31` (no carry between them),
+    so on a Cortex-M the whole is ASR, ADD, AND, ORR, one SMLAL into that constant and the
+    shift of the high word, which an SSAT does with its saturation (about 20 instructions
+    before: a 64-bit rounding shift, a remainder, two comparisons and selects)."""
+    sign = kernel.shr(value, 31)
+    high_word = kernel.add(sign, high)
+    low_word = kernel.or_(kernel.and_(value, INT32_MIN), 1 << 30)
+    constant = kernel.or_(
+        kernel.shl(kernel.cast(high_word, i64), 32),
+        kernel.insert(arith.ExtUIOp(low_word, i64)),
+    )
+    factor = multiplier if isinstance(multiplier, int) else kernel.cast(multiplier, i64)
+    product = kernel.mul(kernel.cast(value, i64), factor)
+    return kernel.cast(kernel.shr(kernel.add(product, constant), 32), i32)
+
+
 def emit_multiply_by_quantized_multiplier(
-    kernel: KernelBuilder, value: Value, multiplier: Value | int, shift: Value | int
+    kernel: KernelBuilder,
+    value: Value,
+    multiplier: Value | int,
+    shift: Value | int,
+    zero_point: int = 0,
 ) -> Value:
     """TFLite's `MultiplyByQuantizedMultiplier(int32 x, int32 multiplier, int shift)`
-    (double rounding). Constant `multiplier`/`shift` fold the shift decisions at import."""
+    (double rounding), plus `zero_point`. Constant `multiplier`/`shift` fold the shift
+    decisions at import; a constant right shift takes one 64-bit multiply-accumulate and a
+    shift (`emit_rounding_shift_high`), the zero point folded in."""
+    high = rounding_high_word(-shift, zero_point) if isinstance(shift, int) else None
+    if high is not None:
+        assert isinstance(shift, int)
+        return kernel.shr(emit_multiply_shift_high(kernel, value, multiplier, high), -shift - 1)
     if isinstance(shift, int):
         left, right = max(shift, 0), max(-shift, 0)
         shifted = kernel.shl(value, left) if left else value
@@ -255,7 +313,8 @@ def emit_multiply_by_quantized_multiplier(
             else multiplier,
             may_overflow=False,
         )
-        return emit_rounding_divide_by_pot(kernel, high, right)
+        result = emit_rounding_divide_by_pot(kernel, high, right)
+        return kernel.add(result, zero_point) if zero_point else result
     positive = kernel.cmp("sgt", shift, 0)
     left = kernel.select(positive, shift, 0)
     right = kernel.select(positive, 0, kernel.sub(0, shift))
@@ -265,4 +324,5 @@ def emit_multiply_by_quantized_multiplier(
     high = emit_saturating_rounding_doubling_high_mul(
         kernel, kernel.shl(value, left), multiplier_value, may_overflow=False
     )
-    return emit_rounding_divide_by_pot(kernel, high, right)
+    result = emit_rounding_divide_by_pot(kernel, high, right)
+    return kernel.add(result, zero_point) if zero_point else result

@@ -43,9 +43,11 @@ from usmp_dialect.kernels.builder import KernelBuilder, Value, dense
 from usmp_dialect.kernels.fixed_point import (
     emit_multiply_by_quantized_multiplier,
     emit_multiply_by_quantized_multiplier_64,
+    emit_multiply_shift_high,
     emit_rounding_divide_by_pot,
     emit_saturating_rounding_doubling_high_mul,
     reduced_multiplier,
+    rounding_high_word,
 )
 
 _ELEMENT_TYPES: dict[np.dtype, Attribute] = {
@@ -145,6 +147,19 @@ def model_attribute(data: bytes, path: str) -> DictionaryAttr:
     )
 
 
+def _constant_global(name: str, array: np.ndarray) -> memref.GlobalOp:
+    """A private constant `memref.global` holding `array` (little-endian bytes)."""
+    shape = tuple(array.shape) or (1,)
+    element = element_type(array.dtype)
+    data = array.astype(array.dtype.newbyteorder("<"), copy=False).tobytes()
+    return memref.GlobalOp.get(
+        StringAttr(name),
+        MemRefType(element, list(shape)),
+        dense(TensorType(element, list(shape)), data),
+        constant=UnitAttr(),
+    )
+
+
 class ModelModule:
     """Collects the globals and functions of an imported model, in order."""
 
@@ -152,6 +167,7 @@ class ModelModule:
         self.globals: list[Operation] = []
         self.functions: list[Operation] = []
         self._names: set[str] = set()
+        self._arrays: dict[str, np.ndarray] = {}
 
     def unique(self, hint: str) -> str:
         name, count = hint, 1
@@ -167,17 +183,26 @@ class ModelModule:
         shape = tuple(array.shape) or (1,)
         element = element_type(array.dtype)
         name = self.unique(hint)
-        type_ = MemRefType(element, list(shape))
-        data = array.astype(array.dtype.newbyteorder("<"), copy=False).tobytes()
-        self.globals.append(
-            memref.GlobalOp.get(
-                StringAttr(name),
-                type_,
-                dense(TensorType(element, list(shape)), data),
-                constant=UnitAttr(),
-            )
+        self.globals.append(_constant_global(name, array))
+        self._arrays[name] = array
+        return name, MemRefType(element, list(shape))
+
+    def array(self, name: str) -> np.ndarray:
+        """The contents of the constant `name` (as `constant` received them)."""
+        return self._arrays[name]
+
+    def replace_constant(self, name: str, array: np.ndarray) -> tuple[str, MemRefType]:
+        """Gives the constant `name` new contents and shape (a kernel's reordering of its
+        weights: the old layout is not kept, so the bytes are not stored twice)."""
+        array = np.ascontiguousarray(array)
+        position = next(
+            index
+            for index, op in enumerate(self.globals)
+            if isinstance(op, memref.GlobalOp) and op.sym_name.data == name
         )
-        return name, type_
+        self.globals[position] = _constant_global(name, array)
+        self._arrays[name] = array
+        return name, MemRefType(element_type(array.dtype), list(array.shape or (1,)))
 
     def state(self, hint: str, array: np.ndarray) -> tuple[str, MemRefType]:
         """A private mutable `memref.global` marked `usmp.state` with `array` as its initial
@@ -253,7 +278,17 @@ class Requantization:
 
 class RequantizeEmitter:
     """Emits a `Requantization` inside a kernel: per-tensor parameters become constants, per
-    channel ones two tables (multiplier, right shift) read at the channel index."""
+    channel ones tables read at the channel index.
+
+    Where every right shift is at least 2 and the sums stay in int64
+    (`fixed_point.rounding_high_word`), the double rounding of `MultiplyByQuantizedMultiplier`
+    and the output zero point are one 64-bit multiply-accumulate into a constant and one
+    shift (`fixed_point.emit_multiply_shift_high`); per channel the constant's high word and
+    the shift of the high word are two more tables (`<prefix>_rounding`, `<prefix>_shift`:
+    4 bytes per channel more than the general form's right shifts).
+    The clamp saturates to the output type first (the C backend prints a Cortex-M `SSAT`).
+    `wide` parameters (16x8 layers summing in int64) use TFLite's 64-bit
+    `MultiplyByQuantizedMultiplier` (`fixed_point.emit_multiply_by_quantized_multiplier_64`)."""
 
     def __init__(
         self, module: ModelModule, kernel: KernelBuilder, prefix: str, params: Requantization
@@ -261,6 +296,7 @@ class RequantizeEmitter:
         self.kernel = kernel
         self.params = params
         self.tables: tuple[Value, Value, Value | None] | None = None
+        self.high_tables: tuple[Value, Value, Value] | None = None
         self.wide_tables: tuple[Value, Value] | None = None
         if params.per_channel and params.wide:
             reduced = np.array([reduced_multiplier(int(m)) for m in params.multipliers])
@@ -273,40 +309,66 @@ class RequantizeEmitter:
                 ),
             )
         elif params.per_channel:
-            shifts = params.shifts.astype(np.int32)
+            shifts = params.shifts.astype(np.int64)
             multipliers = kernel.get_global(
                 *module.constant(f"{prefix}_multiplier", params.multipliers.astype(np.int32))
             )
+            highs = [rounding_high_word(-int(e), params.output_zero_point) for e in shifts]
+            if all(high is not None for high in highs):
+                rounding = kernel.get_global(
+                    *module.constant(f"{prefix}_rounding", np.array(highs, dtype=np.int32))
+                )
+                shift = kernel.get_global(
+                    *module.constant(f"{prefix}_shift", (-shifts - 1).astype(np.int32))
+                )
+                self.high_tables = (multipliers, rounding, shift)
+                return
             right = kernel.get_global(
-                *module.constant(f"{prefix}_right_shift", np.maximum(-shifts, 0))
+                *module.constant(f"{prefix}_right_shift", np.maximum(-shifts, 0).astype(np.int32))
             )
             left = None
             if (shifts > 0).any():
                 left = kernel.get_global(
-                    *module.constant(f"{prefix}_left_shift", np.maximum(shifts, 0))
+                    *module.constant(f"{prefix}_left_shift", np.maximum(shifts, 0).astype(np.int32))
                 )
             self.tables = (multipliers, right, left)
 
-    def scale(self, accumulator: Value, channel: Value) -> Value:
+    def scaled(self, accumulator: Value, channel: Value) -> Value:
         """MultiplyByQuantizedMultiplier of the i32 (i64 when `wide`) `accumulator` for output
-        `channel`."""
+        `channel`, plus the output zero point."""
         kernel = self.kernel
+        zero_point = self.params.output_zero_point
         if self.params.wide:
             if self.wide_tables is None:
                 multiplier, shift = int(self.params.multipliers[0]), int(self.params.shifts[0])
-                return emit_multiply_by_quantized_multiplier_64(
+                wide = emit_multiply_by_quantized_multiplier_64(
                     kernel, accumulator, reduced_multiplier(multiplier), 15 - shift
                 )
-            reduced, total_shift = self.wide_tables  # int32 tables, widened when read
-            return emit_multiply_by_quantized_multiplier_64(
+            else:
+                reduced, total_shift = self.wide_tables  # int32 tables, widened when read
+                wide = emit_multiply_by_quantized_multiplier_64(
+                    kernel,
+                    accumulator,
+                    kernel.cast(kernel.load(reduced, [channel]), i64),
+                    kernel.cast(kernel.load(total_shift, [channel]), i64),
+                )
+            return kernel.add(wide, zero_point) if zero_point else wide
+        if self.high_tables is not None:
+            multipliers, rounding, shift = self.high_tables
+            high = emit_multiply_shift_high(
                 kernel,
                 accumulator,
-                kernel.cast(kernel.load(reduced, [channel]), i64),
-                kernel.cast(kernel.load(total_shift, [channel]), i64),
+                kernel.load(multipliers, [channel]),
+                kernel.load(rounding, [channel]),
             )
+            return kernel.shr(high, kernel.load(shift, [channel]))
         if self.tables is None:
             return emit_multiply_by_quantized_multiplier(
-                kernel, accumulator, int(self.params.multipliers[0]), int(self.params.shifts[0])
+                kernel,
+                accumulator,
+                int(self.params.multipliers[0]),
+                int(self.params.shifts[0]),
+                zero_point,
             )
         multipliers, right, left = self.tables
         value = accumulator
@@ -315,14 +377,23 @@ class RequantizeEmitter:
         high = emit_saturating_rounding_doubling_high_mul(
             kernel, value, kernel.load(multipliers, [channel]), may_overflow=False
         )
-        return emit_rounding_divide_by_pot(kernel, high, kernel.load(right, [channel]))
+        result = emit_rounding_divide_by_pot(kernel, high, kernel.load(right, [channel]))
+        return kernel.add(result, zero_point) if zero_point else result
 
     def output(self, accumulator: Value, channel: Value, element: IntegerType) -> Value:
-        """The requantised, offset, clamped output element."""
+        """The requantised, offset, clamped output element: saturated to `element`'s range
+        (one `SSAT`), then clamped to the activation's narrower bounds if any."""
         kernel = self.kernel
-        scaled = kernel.add(self.scale(accumulator, channel), self.params.output_zero_point)
-        clamped = kernel.clamp(scaled, self.params.activation_min, self.params.activation_max)
-        return kernel.cast(clamped, element)
+        params = self.params
+        scaled = self.scaled(accumulator, channel)
+        bits = element.width.data
+        low, high = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+        value = kernel.clamp(scaled, low, high)
+        if params.activation_min > low:
+            value = kernel.max(value, params.activation_min)
+        if params.activation_max < high:
+            value = kernel.min(value, params.activation_max)
+        return kernel.cast(value, element)
 
 
 K = TypeVar("K", bound=Hashable)

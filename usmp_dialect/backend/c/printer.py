@@ -267,6 +267,36 @@ HELPERS: dict[str, str] = {
         "  return a > b ? a : b;\n"
         "}"
     ),
+    "noinline": (
+        "/* A kernel gcc compiles worse inlined into the run function (its register block\n"
+        "   spilled under the pressure of the caller's values). */\n"
+        "#if defined(__GNUC__)\n"
+        "#define USMP_NOINLINE __attribute__((noinline))\n"
+        "#else\n"
+        "#define USMP_NOINLINE\n"
+        "#endif"
+    ),
+    **{
+        f"saturate_i{bits}": (
+            "#if defined(__ARM_FEATURE_SAT)\n"
+            "#include <arm_acle.h>\n"
+            "#endif\n"
+            f"/* int32 saturated to int{bits} (SSAT where the core has it). */\n"
+            f"static inline int32_t usmp_saturate_i{bits}(int32_t value) {{\n"
+            "#if defined(__ARM_FEATURE_SAT)\n"
+            "#pragma GCC diagnostic push\n"
+            "/* gcc's arm_acle.h assigns the builtin's unsigned result to an int32_t */\n"
+            '#pragma GCC diagnostic ignored "-Wsign-conversion"\n'
+            f"  return __ssat(value, {bits});\n"
+            "#pragma GCC diagnostic pop\n"
+            "#else\n"
+            f"  return value < {-(1 << (bits - 1))} ? {-(1 << (bits - 1))} : "
+            f"value > {(1 << (bits - 1)) - 1} ? {(1 << (bits - 1)) - 1} : value;\n"
+            "#endif\n"
+            "}"
+        )
+        for bits in (8, 16)
+    },
 }
 
 _INT_WRAP_BINOPS: dict[type[Operation], str] = {
@@ -711,11 +741,44 @@ class CFunctionPrinter(BasePrinter):
         a, b = self.unsigned_expr(op.lhs), self.unsigned_expr(op.rhs)
         self.define(op.result, f"({c_types.c_type(op.result.type)})({a} / {b} + ({a} % {b} != 0))")
 
+    def saturation_bits(self, op: Operation) -> int | None:
+        """`n` when `op` is the `maxsi(x, -2**(n-1))` of an i32 clamp `minsi(maxsi(x,
+        -2**(n-1)), 2**(n-1) - 1)` to int8 or int16 (its only use): printed as one saturation
+        (`usmp_saturate_i<n>`, a Cortex-M `SSAT`; gcc forms SSAT from the two comparisons
+        only when the bounds are not hoisted out of a loop as registers, which in a loop they
+        are)."""
+        if not isinstance(op, arith.MaxSIOp) or op.result.type != IntegerType(32):
+            return None
+        if op.result.uses.get_length() != 1:
+            return None
+        (use,) = op.result.uses
+        outer = use.operation
+        if not isinstance(outer, arith.MinSIOp) or outer.lhs is not op.result:
+            return None
+        for bits in (8, 16):
+            low, high = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+            if self.constant_int(op.rhs) == low and self.constant_int(outer.rhs) == high:
+                return bits
+        return None
+
     @print_op.register(arith.MinSIOp)
     @print_op.register(arith.MaxSIOp)
     @print_op.register(arith.MinUIOp)
     @print_op.register(arith.MaxUIOp)
     def _(self, op: arith.SignlessIntegerBinaryOperation) -> None:
+        bits = self.saturation_bits(op)
+        if bits is not None:
+            self.module.helpers.add(f"saturate_i{bits}")
+            self.define(op.result, f"usmp_saturate_i{bits}({self.expr(op.lhs)})")
+            return
+        inner = op.lhs.owner
+        if (
+            isinstance(op, arith.MinSIOp)
+            and isinstance(inner, Operation)
+            and self.saturation_bits(inner) is not None
+        ):  # printed with its maxsi
+            self.scalars[op.result] = self.expr(op.lhs)
+            return
         unsigned = isinstance(op, arith.MinUIOp | arith.MaxUIOp)
         symbol = "<" if isinstance(op, arith.MinSIOp | arith.MinUIOp) else ">"
         if unsigned:

@@ -55,6 +55,7 @@ from usmp_dialect.backend.c.printer import (
 from usmp_dialect.dialects import pool
 from usmp_dialect.dialects.usmp import (
     MODEL_ATTRIBUTE,
+    NOINLINE_ATTRIBUTE,
     QUANTIZATION_ATTRIBUTE,
     TENSOR_ATTRIBUTE,
     buffer_size_bytes,
@@ -1202,7 +1203,11 @@ def _emit_function_unchecked(
             f"provides it. */\n{return_c} {signature.c_name}({', '.join(parameters) or 'void'})",
             None,
         )
-    prototype = f"static {return_c} {signature.c_name}({', '.join(parameters) or 'void'})"
+    inline = ""
+    if NOINLINE_ATTRIBUTE in function.attributes:
+        context.helpers.add("noinline")
+        inline = "USMP_NOINLINE "
+    prototype = f"static {inline}{return_c} {signature.c_name}({', '.join(parameters) or 'void'})"
     printer.line(prototype + " {")
     with printer.indented():
         for arg in function.body.block.args:
