@@ -224,8 +224,9 @@ def unsupported(graph: Graph) -> list[Finding]:
 
 
 class TfliteImporter:
-    def __init__(self, graph: Graph) -> None:
+    def __init__(self, graph: Graph, fuse: str = "rows") -> None:
         self.graph = graph
+        self.fuse = fuse  # "rows": fused row streaming where it lowers the peak; "none"
         self.module = ModelModule()
         self.names = TensorNames()  # short SSA names / C identifiers of the tensors
         self.folded: dict[int, np.ndarray] = {}
@@ -351,6 +352,22 @@ class TfliteImporter:
             )
             self.values[index] = subview.result
             self._strided_placed[index] = subview.result
+
+    def _fused_groups(self) -> tuple[dict[int, tuple[object, object]], set[int]]:
+        """Fused row streaming (`frontends.tflite.streaming`): the groups by their first
+        operator, and every operator inside a group."""
+        if self.fuse == "none":
+            return {}, set()
+        from usmp_dialect.frontends.tflite.streaming import stream_graph
+        from usmp_dialect.graph.streaming import choose_groups
+
+        stream = stream_graph(self)
+        starts: dict[int, tuple[object, object]] = {}
+        inside: set[int] = set()
+        for group in choose_groups(stream):
+            starts[group.operators[0]] = (stream, group)
+            inside.update(group.operators)
+        return starts, inside
 
     def _function(self, name: str) -> func.FuncOp | None:
         for op in reversed(self.module.functions):
@@ -480,8 +497,16 @@ class TfliteImporter:
         graph = self.graph
         report(graph.path, unsupported(graph))
         entry = self._entry()
+        starts, fused = self._fused_groups()
         for op in graph.operators:
             progress(f"importing operator {op.index + 1}/{len(graph.operators)} ({op.opcode})")
+            if op.index in starts:
+                from usmp_dialect.frontends.tflite.streaming import emit_group
+
+                emit_group(self, *starts[op.index])
+                continue
+            if op.index in fused:
+                continue
             emitted = len(self.module.functions)
             OPERATORS[op.opcode](OperatorContext(self, op))
             facts = OperatorFacts(op.opcode, op.index, operator_macs(graph, op))
@@ -520,15 +545,16 @@ def _same_quantization(tensor: Tensor, output: Tensor) -> bool:
     )
 
 
-def import_graph(graph: Graph) -> ModuleOp:
+def import_graph(graph: Graph, fuse: str = "rows") -> ModuleOp:
     from usmp_dialect.frontends.tflite import ops  # noqa: F401  (registers the handlers)
 
-    return TfliteImporter(graph).run()
+    return TfliteImporter(graph, fuse).run()
 
 
-def import_tflite(data: bytes, path: str) -> ModuleOp:
-    """The module of the `.tflite` model in `data` (SPEC §9), carrying `usmp.model`."""
-    module = import_graph(read_graph(data, path))
+def import_tflite(data: bytes, path: str, fuse: str = "rows") -> ModuleOp:
+    """The module of the `.tflite` model in `data` (SPEC §9), carrying `usmp.model`.
+    `fuse`: `rows` (fused row streaming where it lowers the peak) or `none`."""
+    module = import_graph(read_graph(data, path), fuse)
     module.attributes[MODEL_ATTRIBUTE] = model_attribute(data, path)
     return module
 

@@ -3,6 +3,7 @@ and hybrid (int8 weights, float activations: the weights are dequantised at impo
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 
 import numpy as np
@@ -22,7 +23,13 @@ from usmp_dialect.frontends.tflite.ops.common import (
     window,
 )
 from usmp_dialect.frontends.tflite.reader import Operator, Tensor
-from usmp_dialect.kernels.conv import FloatActivation, QuantizedConv, conv2d, fold_input_offset
+from usmp_dialect.kernels.conv import (
+    FloatActivation,
+    QuantizedConv,
+    Window,
+    conv2d,
+    fold_input_offset,
+)
 from usmp_dialect.kernels.fixed_point import float32, quantize_multiplier
 from usmp_dialect.kernels.fully_connected import fully_connected
 from usmp_dialect.kernels.module import MemRefType, Requantization, memref_of
@@ -133,8 +140,14 @@ def _symbols(
     return filters, bias_symbol
 
 
-@operator("CONV_2D", "DEPTHWISE_CONV_2D", supports=supported_fused_activation)
-def convolution(context: OperatorContext) -> None:
+WindowKernel = Callable[[str, MemRefType, MemRefType, Window], None]
+"""`(name, input, output, window)`: adds `@name(%input, %output)`, the operator's kernel on
+those types (the whole tensors, or the rows one window reads: fused row streaming)."""
+
+
+def convolution_kernel(context: OperatorContext) -> tuple[WindowKernel, Window]:
+    """Checks a CONV_2D / DEPTHWISE_CONV_2D, adds its constants, and returns its kernel
+    emitter and its window."""
     depthwise = context.op.opcode == "DEPTHWISE_CONV_2D"
     options = context.op.option(
         tflite.DepthwiseConv2DOptions if depthwise else tflite.Conv2DOptions
@@ -170,16 +183,32 @@ def convolution(context: OperatorContext) -> None:
     arithmetic = _arithmetic(context, dtype, out_channels, activation)
     arithmetic = _folded(context, arithmetic, weights, bias, depthwise)
     filter_symbol, bias_symbol = _symbols(context, weights, bias)
-    conv2d(
-        context.module,
+
+    def emit(name: str, input_type: MemRefType, output_type: MemRefType, window_: Window) -> None:
+        conv2d(
+            context.module,
+            name,
+            input_type,
+            output_type,
+            filter_symbol,
+            bias_symbol,
+            window_,
+            arithmetic,
+            depth_multiplier,
+        )
+
+    return emit, filter_window
+
+
+@operator("CONV_2D", "DEPTHWISE_CONV_2D", supports=supported_fused_activation)
+def convolution(context: OperatorContext) -> None:
+    emit, filter_window = convolution_kernel(context)
+    source, output = context.tensor(0), context.tensor(0, output=True)
+    emit(
         context.name,
-        memref_of(source.shape, dtype),
-        memref_of(output.shape, dtype),
-        filter_symbol,
-        bias_symbol,
+        memref_of(source.shape, source.dtype),
+        memref_of(output.shape, output.dtype),
         filter_window,
-        arithmetic,
-        depth_multiplier,
     )
     context.call([context.value(0)], [context.result()])
 
