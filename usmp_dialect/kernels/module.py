@@ -149,6 +149,18 @@ class ModelModule:
         self.globals: list[Operation] = []
         self.functions: list[Operation] = []
         self._names: set[str] = set()
+        # (id(owner), role) -> (owner, symbol): the owner is kept so that its id stays unique.
+        self._shared: dict[tuple[int, str], tuple[object, tuple[str, MemRefType]]] = {}
+
+    def shared_constant(
+        self, owner: object, role: str, hint: str, array: np.ndarray
+    ) -> tuple[str, MemRefType]:
+        """`constant(hint, array)` made once per (`owner`, `role`): the functions of one
+        operator (its row functions, when it is streamed) share one table."""
+        key = (id(owner), role)
+        if key not in self._shared:
+            self._shared[key] = (owner, self.constant(hint, array))
+        return self._shared[key][1]
 
     def unique(self, hint: str) -> str:
         name, count = hint, 1
@@ -245,15 +257,24 @@ class RequantizeEmitter:
         if params.per_channel:
             shifts = params.shifts.astype(np.int32)
             multipliers = kernel.get_global(
-                *module.constant(f"{prefix}_multiplier", params.multipliers.astype(np.int32))
+                *module.shared_constant(
+                    params,
+                    "multiplier",
+                    f"{prefix}_multiplier",
+                    params.multipliers.astype(np.int32),
+                )
             )
             right = kernel.get_global(
-                *module.constant(f"{prefix}_right_shift", np.maximum(-shifts, 0))
+                *module.shared_constant(
+                    params, "right", f"{prefix}_right_shift", np.maximum(-shifts, 0)
+                )
             )
             left = None
             if (shifts > 0).any():
                 left = kernel.get_global(
-                    *module.constant(f"{prefix}_left_shift", np.maximum(shifts, 0))
+                    *module.shared_constant(
+                        params, "left", f"{prefix}_left_shift", np.maximum(shifts, 0)
+                    )
                 )
             self.tables = (multipliers, right, left)
 

@@ -23,9 +23,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from xdsl.builder import Builder
 from xdsl.dialects import func, memref
 from xdsl.dialects.builtin import (
     DenseArrayBase,
+    FunctionType,
     IntegerType,
     MemRefType,
     StridedLayoutAttr,
@@ -33,6 +35,7 @@ from xdsl.dialects.builtin import (
     i64,
 )
 from xdsl.ir import Operation
+from xdsl.rewriter import InsertPoint
 
 from usmp_dialect.graph.streaming import Compute, Loop, Reduce, Shift, Step
 from usmp_dialect.kernels.builder import KernelBuilder, Value, finish, function
@@ -103,7 +106,9 @@ def _rows_of(kernel: KernelBuilder, source: Value, row: Value, rows: int) -> Val
 
 
 def _flat_rows(kernel: KernelBuilder, flat: Value, first: int, count: int) -> Value:
-    return kernel.insert(memref.SubviewOp.from_static_parameters(flat, flat.type, [first], [count], [1]))  # type: ignore[arg-type]
+    return kernel.insert(
+        memref.SubviewOp.from_static_parameters(flat, flat.type, [first], [count], [1])
+    )  # type: ignore[arg-type]
 
 
 def buffer_type(tensor_type: MemRefType, rows: int) -> MemRefType:
@@ -156,11 +161,29 @@ def fused_rows(
             in_type = input_of(step.layer).type
             out_type = output_of(step.layer).type
             assert isinstance(in_type, MemRefType) and isinstance(out_type, MemRefType)
+            emitted = len(module.functions)
             layer.emit_rows(
-                symbol, _row_view_type(in_type, step.rows), _row_view_type(out_type, 1), step.top_pad
+                symbol,
+                _row_view_type(in_type, step.rows),
+                _row_view_type(out_type, 1),
+                step.top_pad,
             )
+            for function_op in module.functions[emitted:]:
+                if isinstance(function_op, func.FuncOp) and function_op.sym_name.data == symbol:
+                    constant_arguments[symbol] = _constants_as_arguments(function_op)
             row_functions[key] = symbol
         return row_functions[key]
+
+    # Constants a row function reads become its arguments, read once by the group function:
+    # every row function of a layer then shares one constant buffer (the planner gives each
+    # `memref.get_global` its own).
+    constant_arguments: dict[str, list[tuple[str, MemRefType]]] = {}
+    constant_values: dict[str, Value] = {}
+
+    def constant_value(symbol: str, type_: MemRefType) -> Value:
+        if symbol not in constant_values:
+            constant_values[symbol] = _insert_at_entry(kernel, memref.GetGlobalOp(symbol, type_))
+        return constant_values[symbol]
 
     flat_buffers: dict[int, Value] = {}
 
@@ -215,7 +238,8 @@ def fused_rows(
         target_row = _rows_of(
             kernel, output_of(step.layer), row_index(step.target_row, delta[1]), 1
         )
-        kernel.insert(func.CallOp(callee, [source_rows, target_row], []))
+        constants = [constant_value(*symbol) for symbol in constant_arguments.get(callee, [])]
+        kernel.insert(func.CallOp(callee, [source_rows, target_row, *constants], []))
 
     if reducer is not None:
         assert sums is not None
@@ -245,19 +269,40 @@ def fused_rows(
 def _insert_at_entry(kernel: KernelBuilder, op: Operation) -> Value:
     """Inserts a view at the function entry (after the constants), so that loops share it."""
     saved = kernel.builder
-    from xdsl.builder import Builder
-    from xdsl.rewriter import InsertPoint
-
-    last = kernel._last_constant  # noqa: SLF001  (the entry's constants come first)
-    point = (
-        InsertPoint.after(last) if last is not None else InsertPoint.at_start(kernel.entry)
-    )
+    last = kernel._last_constant  # the entry's constants come first
+    point = InsertPoint.after(last) if last is not None else InsertPoint.at_start(kernel.entry)
     kernel.builder = Builder(point)
     try:
         kernel.insert(op)
     finally:
         kernel.builder = saved
     return op.results[0]
+
+
+def _constants_as_arguments(function_op: func.FuncOp) -> list[tuple[str, MemRefType]]:
+    """Replaces every `memref.get_global` of `function_op` by a new argument (one per global,
+    after the others); returns the globals in argument order."""
+    block = function_op.body.block
+    globals_: list[tuple[str, MemRefType]] = []
+    arguments: dict[str, Value] = {}
+    for op in list(function_op.walk()):
+        if not isinstance(op, memref.GetGlobalOp):
+            continue
+        symbol = op.name_.root_reference.data
+        type_ = op.memref.type
+        assert isinstance(type_, MemRefType)
+        if symbol not in arguments:
+            argument = block.insert_arg(type_, len(block.args))
+            argument.name_hint = symbol
+            arguments[symbol] = argument
+            globals_.append((symbol, type_))
+        op.memref.replace_all_uses_with(arguments[symbol])
+        op.detach()
+        op.erase()
+    function_op.function_type = FunctionType.from_lists(
+        [argument.type for argument in block.args], list(function_op.function_type.outputs.data)
+    )
+    return globals_
 
 
 def _accumulate(kernel: KernelBuilder, row: Value, sums: Value) -> None:

@@ -290,6 +290,16 @@ class UsmpOptMain(xDSLOptMain):
                 "then; no C"
             ),
         )
+        arg_parser.add_argument(
+            "--fuse",
+            choices=("rows", "none"),
+            default="rows",
+            help=(
+                "program transformations of a model frontend that lower memory: 'rows' "
+                "(default: fused row streaming where it lowers the peak) or 'none' (one "
+                "function per model operator, as imported)"
+            ),
+        )
         arg_parser.prog = PROG
         arg_parser.usage = (
             "%(prog)s [-p PASSES] [-t TARGET] [-o OUTPUT_FILE] [options] [input_file]"
@@ -382,7 +392,13 @@ class UsmpOptMain(xDSLOptMain):
         def parse_model(stream: IO[bytes]) -> ModuleOp:
             self._model_bytes = stream.read()
             try:
-                module = factory()(self._model_bytes, self.get_input_name())
+                importer = factory()
+                options = (
+                    {"fuse": self.args.fuse}
+                    if "fuse" in inspect.signature(importer).parameters
+                    else {}
+                )
+                module = importer(self._model_bytes, self.get_input_name(), **options)
             except ModelImportError as error:
                 fail(str(error))
             module.verify()

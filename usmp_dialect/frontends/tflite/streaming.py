@@ -12,14 +12,14 @@ from dataclasses import replace
 
 import numpy as np
 import tflite
-from xdsl.dialects import memref
-from xdsl.dialects.builtin import MemRefType, StringAttr
+from xdsl.dialects import func, memref
+from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, IntegerAttr, MemRefType, StringAttr
 
 from usmp_dialect.dialects.usmp import OperatorFacts
 from usmp_dialect.frontends.errors import ModelImportError
 from usmp_dialect.frontends.tflite.importer import OperatorContext, TfliteImporter
 from usmp_dialect.frontends.tflite.macs import operator_macs
-from usmp_dialect.frontends.tflite.ops.common import INT8, FLOAT32, window
+from usmp_dialect.frontends.tflite.ops.common import FLOAT32, INT8, window
 from usmp_dialect.frontends.tflite.ops.conv import convolution_kernel
 from usmp_dialect.frontends.tflite.ops.pooling import pooling_parameters
 from usmp_dialect.frontends.tflite.reader import Graph, Operator
@@ -194,7 +194,9 @@ def emit_group(importer: TfliteImporter, stream: StreamGraph, group: Group) -> N
     graph = importer.graph
     ops = [graph.operators[index] for index in group.operators]
     contexts = [OperatorContext(importer, op) for op in ops]
-    reducer = _reducer(contexts[-1]) if stream.operators[ops[-1].index].kind == "global_reduce" else None
+    reducer = (
+        _reducer(contexts[-1]) if stream.operators[ops[-1].index].kind == "global_reduce" else None
+    )
     windowed = contexts[:-1] if reducer is not None else contexts
     layers = [_layer(context) for context in windowed]
     plan = schedule(stream, group.operators)
@@ -204,10 +206,6 @@ def emit_group(importer: TfliteImporter, stream: StreamGraph, group: Group) -> N
         importer.module, name, layers, reducer, plan.buffer_rows, loops(plan.steps)
     )
     importer.module.add(function)
-    for context, op in zip(contexts, ops, strict=True):
-        del context
-        facts = OperatorFacts(op.opcode, op.index, operator_macs(graph, op))
-        del facts
     macs = sum(operator_macs(graph, op) for op in ops)
     mark_operator(importer.module.functions[emitted:], OperatorFacts("FUSED", ops[0].index, macs))
     function.attributes[FUSED_ATTRIBUTE] = _fused_attribute(stream, group, ops)
@@ -224,21 +222,25 @@ def emit_group(importer: TfliteImporter, stream: StreamGraph, group: Group) -> N
         else:
             value.name_hint = f"{name}_sums"
         buffers.append(value)
-    from xdsl.dialects import func
-
     importer.main.insert(func.CallOp(name, [first_input, output, *buffers], []))
 
 
-def _fused_attribute(stream: StreamGraph, group: Group, ops: list[Operator]):  # noqa: ANN202
-    from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, IntegerAttr
-
+def _fused_attribute(stream: StreamGraph, group: Group, ops: list[Operator]) -> DictionaryAttr:
+    """`usmp.fused` of a group function: its operators, per line buffer the tensor, the rows
+    kept of its height and the bytes, and the bytes the group takes off the peak."""
     return DictionaryAttr(
         {
             "operators": ArrayAttr([StringAttr(f"{op.opcode.lower()}_{op.index}") for op in ops]),
-            "tensors": ArrayAttr([StringAttr(stream.tensors[b.tensor].name) for b in group.line_buffers]),
+            "tensors": ArrayAttr(
+                [StringAttr(stream.tensors[b.tensor].name) for b in group.line_buffers]
+            ),
             "rows": ArrayAttr([IntegerAttr(b.rows, 64) for b in group.line_buffers]),
-            "heights": ArrayAttr([IntegerAttr(stream.tensors[b.tensor].height, 64) for b in group.line_buffers]),
-            "line_buffer_bytes": ArrayAttr([IntegerAttr(b.size_bytes, 64) for b in group.line_buffers]),
+            "heights": ArrayAttr(
+                [IntegerAttr(stream.tensors[b.tensor].height, 64) for b in group.line_buffers]
+            ),
+            "line_buffer_bytes": ArrayAttr(
+                [IntegerAttr(b.size_bytes, 64) for b in group.line_buffers]
+            ),
             "saved_bytes": IntegerAttr(group.saved_bytes, 64),
         }
     )
