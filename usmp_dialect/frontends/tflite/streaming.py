@@ -15,6 +15,7 @@ import tflite
 from xdsl.dialects import func, memref
 from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, IntegerAttr, MemRefType, StringAttr
 
+from usmp_dialect.analysis.operators import FUSED_ATTRIBUTE
 from usmp_dialect.dialects.usmp import OperatorFacts
 from usmp_dialect.frontends.errors import ModelImportError
 from usmp_dialect.frontends.tflite.importer import OperatorContext, TfliteImporter
@@ -37,7 +38,6 @@ from usmp_dialect.kernels.module import mark_operator, memref_of
 from usmp_dialect.kernels.pooling import Pool, pool2d
 from usmp_dialect.kernels.streaming import GlobalAverage, StreamLayer, fused_rows
 
-FUSED_ATTRIBUTE = "usmp.fused"
 FUSE_MODES = ("rows", "none")
 
 _WINDOWED = ("CONV_2D", "DEPTHWISE_CONV_2D", "AVERAGE_POOL_2D", "MAX_POOL_2D")
@@ -208,7 +208,7 @@ def emit_group(importer: TfliteImporter, stream: StreamGraph, group: Group) -> N
     importer.module.add(function)
     macs = sum(operator_macs(graph, op) for op in ops)
     mark_operator(importer.module.functions[emitted:], OperatorFacts("FUSED", ops[0].index, macs))
-    function.attributes[FUSED_ATTRIBUTE] = _fused_attribute(stream, group, ops)
+    function.attributes[FUSED_ATTRIBUTE] = _fused_attribute(importer, stream, group, ops)
 
     first_input = contexts[0].value(0)
     output = importer.output_buffer(graph.tensors[ops[-1].outputs[0]])
@@ -225,14 +225,19 @@ def emit_group(importer: TfliteImporter, stream: StreamGraph, group: Group) -> N
     importer.main.insert(func.CallOp(name, [first_input, output, *buffers], []))
 
 
-def _fused_attribute(stream: StreamGraph, group: Group, ops: list[Operator]) -> DictionaryAttr:
+def _fused_attribute(
+    importer: TfliteImporter, stream: StreamGraph, group: Group, ops: list[Operator]
+) -> DictionaryAttr:
     """`usmp.fused` of a group function: its operators, per line buffer the tensor, the rows
     kept of its height and the bytes, and the bytes the group takes off the peak."""
     return DictionaryAttr(
         {
             "operators": ArrayAttr([StringAttr(f"{op.opcode.lower()}_{op.index}") for op in ops]),
             "tensors": ArrayAttr(
-                [StringAttr(stream.tensors[b.tensor].name) for b in group.line_buffers]
+                [
+                    StringAttr(importer.names(stream.tensors[b.tensor].name))
+                    for b in group.line_buffers
+                ]
             ),
             "rows": ArrayAttr([IntegerAttr(b.rows, 64) for b in group.line_buffers]),
             "heights": ArrayAttr(
