@@ -48,7 +48,11 @@ def imported(model: bytes, frontend: str):
         from usmp_dialect.frontends.onnx import import_onnx as import_model
     else:
         from usmp_dialect.frontends.tflite import import_tflite as import_model
-    module = import_model(model, f"model.{frontend}")
+    module = (
+        import_model(model, f"model.{frontend}", fuse="none")
+        if frontend == "tflite"
+        else import_model(model, f"model.{frontend}")
+    )
     UsmpImportMemrefPass().apply(pipeline_context(), module)
     return module
 
