@@ -105,3 +105,25 @@ def test_tiny_tensors_stay_unfused() -> None:
         StreamOperator("depthwise", "window", (1,), (2,), RowWindow(3, 1, 1, 1)),
     )
     assert choose_groups(StreamGraph(tensors, operators)) == []
+
+
+def test_blocked_rows_are_computed_two_at_a_time_once_each() -> None:
+    # str_ww's shape: depthwise 3x1 -> pointwise (1-wide output, two rows per step) ->
+    # depthwise 5x1 VALID.
+    tensors = (
+        StreamTensor("input", 30, 40, pinned=True),
+        StreamTensor("a", 28, 40),
+        StreamTensor("b", 28, 128),
+        StreamTensor("output", 24, 128, pinned=True),
+    )
+    operators = (
+        StreamOperator("depthwise", "window", (0,), (1,), RowWindow(3, 1, 1, 0)),
+        StreamOperator("pointwise", "window", (1,), (2,), RowWindow(1, 1, 1, 0), row_block=2),
+        StreamOperator("depthwise5", "window", (2,), (3,), RowWindow(5, 1, 1, 0)),
+    )
+    plan = schedule(StreamGraph(tensors, operators), (0, 1, 2))
+    pointwise = [step for step in plan.steps if isinstance(step, Compute) and step.layer == 1]
+    assert all(step.out_rows == 2 and step.rows == 2 for step in pointwise)
+    assert sum(step.out_rows for step in pointwise) == 28
+    # The pointwise layer's input holds its two rows; the 5-row window one row more.
+    assert plan.buffer_rows == (2, 6)

@@ -151,13 +151,14 @@ def fused_rows(
             return buffers[layer]
         return reduce_row if reduce_row is not None else target
 
-    row_functions: dict[tuple[int, int, int], str] = {}
+    row_functions: dict[tuple[int, int, int, int], str] = {}
 
     def row_function(step: Compute) -> str:
-        key = (step.layer, step.top_pad, step.rows)
+        key = (step.layer, step.top_pad, step.rows, step.out_rows)
         if key not in row_functions:
             layer = layers[step.layer]
-            symbol = module.unique(f"{layer.name}_rows_{step.top_pad}_{step.rows}")
+            block = f"_by{step.out_rows}" if step.out_rows > 1 else ""
+            symbol = module.unique(f"{layer.name}_rows_{step.top_pad}_{step.rows}{block}")
             in_type = input_of(step.layer).type
             out_type = output_of(step.layer).type
             assert isinstance(in_type, MemRefType) and isinstance(out_type, MemRefType)
@@ -165,7 +166,7 @@ def fused_rows(
             layer.emit_rows(
                 symbol,
                 _row_view_type(in_type, step.rows),
-                _row_view_type(out_type, 1),
+                _row_view_type(out_type, step.out_rows),
                 step.top_pad,
             )
             for function_op in module.functions[emitted:]:
@@ -236,7 +237,7 @@ def fused_rows(
             kernel, input_of(step.layer), row_index(step.source_row, delta[0]), step.rows
         )
         target_row = _rows_of(
-            kernel, output_of(step.layer), row_index(step.target_row, delta[1]), 1
+            kernel, output_of(step.layer), row_index(step.target_row, delta[1]), step.out_rows
         )
         constants = [constant_value(*symbol) for symbol in constant_arguments.get(callee, [])]
         kernel.insert(func.CallOp(callee, [source_rows, target_row, *constants], []))

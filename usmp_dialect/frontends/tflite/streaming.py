@@ -135,7 +135,21 @@ def stream_graph(importer: TfliteImporter) -> StreamGraph:
             continue
         row_window = _row_window(importer, op)
         kind = "window" if row_window is not None and len(activations) == 1 else "opaque"
-        operators.append(StreamOperator(name, kind, activations, outputs, row_window))
+        output = graph.tensors[outputs[0]] if outputs else None
+        # int8 CONV_2D blocks two output positions down a 1-wide output (kernels.conv): two
+        # rows per step keep that block.
+        blocked = (
+            op.opcode == "CONV_2D"
+            and output is not None
+            and output.dtype == INT8
+            and len(output.shape) == 4
+            and output.shape[2] == 1
+        )
+        operators.append(
+            StreamOperator(
+                name, kind, activations, outputs, row_window, row_block=2 if blocked else 1
+            )
+        )
     return StreamGraph(tuple(tensors), tuple(operators))
 
 
