@@ -114,7 +114,7 @@ def test_the_hybrid_kws_is_checked_against_litert(
         "TFLite Micro.)"
     )
     assert lines[1].startswith("output Identity (float32 1x12): max abs error ")
-    assert lines[2] == "workspace: 64,000 B (inputs and outputs outside), 64,000 B (inside)"
+    assert lines[2] == "workspace: 52,480 B (inputs and outputs outside), 54,440 B (inside)"
     relative = float(lines[1].split("max rel error ")[1].split(":")[0])
     assert 1e-3 < relative < 0.05
     if tolerance is None:
