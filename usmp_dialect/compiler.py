@@ -154,12 +154,14 @@ def compile(
     seed: int = 0,
     entry: str = "main",
     constants: str = "text",
+    fuse: str = "rows",
     in_place: str = "all",
     hybrid: str = "quantize",
 ) -> CompiledModel:
     """Compiles a model (`.tflite`, `.onnx` or `.mlir` path, or the bytes of a `.tflite`
-    file) with the canonical pipeline; see the module doc. `in_place`, `hybrid`: the import's
-    choices, as `usmp-opt --in-place`, `--hybrid` (`frontends.options.ImportOptions`)."""
+    file) with the canonical pipeline; see the module doc. `fuse`, `in_place`, `hybrid`: the
+    import's choices, as `usmp-opt --fuse`, `--in-place`, `--hybrid`
+    (`frontends.options.ImportOptions`)."""
     from xdsl.dialects.builtin import ModuleOp
     from xdsl.parser import Parser
     from xdsl.passes import ModulePass, PassPipeline
@@ -180,7 +182,7 @@ def compile(
     data, source, frontend = _read(model, frontend)
     declarations = _declarations(workspace_pools, constant_pools, state_pools)
     try:
-        import_options = ImportOptions(in_place=in_place, hybrid=hybrid)
+        import_options = ImportOptions(fuse=fuse, in_place=in_place, hybrid=hybrid)
         planner = UsmpPass(
             algorithm=algorithm,
             workspace_io=workspace_io,

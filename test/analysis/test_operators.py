@@ -70,8 +70,9 @@ def run_usmp_opt(*args: str, cwd: Path | None = None) -> subprocess.CompletedPro
 
 
 def plan_report(model: Path, tmp_path: Path) -> dict:
+    """The plan report of `model`, one function per operator (`--fuse=none`)."""
     report = tmp_path / "plan.json"
-    run = run_usmp_opt(str(model), "-p", PIPELINE.format(report=report), "-t", "c")
+    run = run_usmp_opt(str(model), "--fuse=none", "-p", PIPELINE.format(report=report), "-t", "c")
     assert run.returncode == 0, run.stderr
     return json.loads(report.read_text())
 

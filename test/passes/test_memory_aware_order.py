@@ -15,6 +15,7 @@ import pytest
 
 from usmp_dialect.analysis.buffer_info import extract_buffer_info
 from usmp_dialect.analysis.operator_graph import operator_graph
+from usmp_dialect.frontends.options import ImportOptions
 from usmp_dialect.graph.graph import Access, peak_live_bytes
 from usmp_dialect.graph.order import memory_aware_order
 from usmp_dialect.passes.import_memref import UsmpImportMemrefPass
@@ -48,7 +49,7 @@ def imported(model: bytes, frontend: str):
         from usmp_dialect.frontends.onnx import import_onnx as import_model
     else:
         from usmp_dialect.frontends.tflite import import_tflite as import_model
-    module = import_model(model, f"model.{frontend}")
+    module = import_model(model, f"model.{frontend}", ImportOptions(fuse="none"))
     UsmpImportMemrefPass().apply(pipeline_context(), module)
     return module
 

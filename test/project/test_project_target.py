@@ -110,7 +110,7 @@ def test_every_file_is_written(project: tuple[Path, str]) -> None:
     lines = printed.splitlines()
     assert lines[0] == f"wrote kws/: {' '.join(FILES)}"
     assert lines[1] == (
-        f"workspace 16,000 bytes, constants {compiled.constant_bytes:,} bytes, "
+        f"workspace 5,696 bytes, constants {compiled.constant_bytes:,} bytes, "
         "inputs and outputs 502 bytes"
     )
     if tflm.available():

@@ -60,7 +60,7 @@ def test_kws_is_bit_exact_against_tflm() -> None:
     )
     assert lines[1] == "output Identity (int8 1x12): bit-exact"
     assert lines[2] == (
-        "workspace: 16,000 B (inputs and outputs outside), 16,000 B (inside); "
+        "workspace: 5,696 B (inputs and outputs outside), 6,186 B (inside); "
         "TFLM arena: head 16,000 B, total 24,272 B"
     )
     assert lines[3:] == ["PASS"]

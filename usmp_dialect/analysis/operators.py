@@ -22,10 +22,18 @@ from __future__ import annotations
 
 import bisect
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
-from xdsl.dialects.builtin import MemRefType, ModuleOp, StringAttr
-from xdsl.ir import Operation, SSAValue
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    DictionaryAttr,
+    IntegerAttr,
+    MemRefType,
+    ModuleOp,
+    StringAttr,
+)
+from xdsl.ir import Attribute, Operation, SSAValue
 
 from usmp_dialect.analysis.buffer_info import (
     ALIAS_OPS,
@@ -43,6 +51,42 @@ from usmp_dialect.planning.problem import Interval
 
 TENSOR_ATTRIBUTE = "usmp.tensor"
 """The allocation attribute naming the model tensor a buffer holds (written by frontends)."""
+
+
+FUSED_ATTRIBUTE = "usmp.fused"
+"""The attribute of a fused group's function (fused row streaming): what it contains."""
+
+
+@dataclass(frozen=True)
+class FusedGroup:
+    """What a fused group's function (`usmp.fused`) says about itself."""
+
+    operators: tuple[str, ...]
+    """The model operators it runs (`<type>_<index>`), in order."""
+    line_buffers: tuple[tuple[str, int, int, int], ...]
+    """Per intermediate tensor: (tensor, rows kept, its height, line buffer bytes)."""
+    saved_bytes: int
+    """How much lower the model's peak of live bytes is with the group (the decision's
+    estimate)."""
+
+
+def fused_group(attr: Attribute | None) -> FusedGroup | None:
+    """The group of a `usmp.fused` attribute, or None when it is absent or malformed."""
+    if not isinstance(attr, DictionaryAttr):
+        return None
+    try:
+        fields = attr.data
+        operators = tuple(cast(StringAttr, a).data for a in cast(ArrayAttr, fields["operators"]))
+        tensors = [cast(StringAttr, a).data for a in cast(ArrayAttr, fields["tensors"])]
+        numbers = [
+            [cast(IntegerAttr, a).value.data for a in cast(ArrayAttr, fields[key])]
+            for key in ("rows", "heights", "line_buffer_bytes")
+        ]
+        saved = cast(IntegerAttr, fields["saved_bytes"]).value.data
+    except (KeyError, AttributeError):
+        return None
+    buffers = tuple(zip(tensors, *numbers, strict=True))
+    return FusedGroup(operators, buffers, saved)  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)
@@ -71,6 +115,8 @@ class OperatorRun:
     """Buffers the call reads (by index), through its operands."""
     outputs: tuple[int, ...]
     """Buffers the call may write, through its operands."""
+    fused: FusedGroup | None = None
+    """The fused group the callee runs (fused row streaming), if it is one."""
 
 
 @dataclass(frozen=True)
@@ -200,6 +246,7 @@ def analyse_operators(module: ModuleOp, analysis: BufferAnalysis) -> OperatorAna
                 live_buffers=live_at(peak_tick),
                 inputs=tuple(dict.fromkeys(inputs)),
                 outputs=tuple(dict.fromkeys(outputs)),
+                fused=fused_group(callee.attributes.get(FUSED_ATTRIBUTE)) if callee else None,
             )
         )
 

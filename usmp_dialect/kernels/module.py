@@ -168,6 +168,18 @@ class ModelModule:
         self.functions: list[Operation] = []
         self._names: set[str] = set()
         self._arrays: dict[str, np.ndarray] = {}
+        # (id(owner), role) -> (owner, symbol): the owner is kept so that its id stays unique.
+        self._shared: dict[tuple[int, str], tuple[object, tuple[str, MemRefType]]] = {}
+
+    def shared_constant(
+        self, owner: object, role: str, hint: str, array: np.ndarray
+    ) -> tuple[str, MemRefType]:
+        """`constant(hint, array)` made once per (`owner`, `role`): the functions of one
+        operator (its row functions, when it is streamed) share one table."""
+        key = (id(owner), role)
+        if key not in self._shared:
+            self._shared[key] = (owner, self.constant(hint, array))
+        return self._shared[key][1]
 
     def unique(self, hint: str) -> str:
         name, count = hint, 1
@@ -302,34 +314,63 @@ class RequantizeEmitter:
             reduced = np.array([reduced_multiplier(int(m)) for m in params.multipliers])
             self.wide_tables = (
                 kernel.get_global(
-                    *module.constant(f"{prefix}_reduced_multiplier", reduced.astype(np.int32))
+                    *module.shared_constant(
+                        params,
+                        "reduced",
+                        f"{prefix}_reduced_multiplier",
+                        reduced.astype(np.int32),
+                    )
                 ),
                 kernel.get_global(
-                    *module.constant(f"{prefix}_total_shift", (15 - params.shifts).astype(np.int32))
+                    *module.shared_constant(
+                        params,
+                        "total_shift",
+                        f"{prefix}_total_shift",
+                        (15 - params.shifts).astype(np.int32),
+                    )
                 ),
             )
         elif params.per_channel:
             shifts = params.shifts.astype(np.int64)
             multipliers = kernel.get_global(
-                *module.constant(f"{prefix}_multiplier", params.multipliers.astype(np.int32))
+                *module.shared_constant(
+                    params,
+                    "multiplier",
+                    f"{prefix}_multiplier",
+                    params.multipliers.astype(np.int32),
+                )
             )
             highs = [rounding_high_word(-int(e), params.output_zero_point) for e in shifts]
             if all(high is not None for high in highs):
                 rounding = kernel.get_global(
-                    *module.constant(f"{prefix}_rounding", np.array(highs, dtype=np.int32))
+                    *module.shared_constant(
+                        params, "rounding", f"{prefix}_rounding", np.array(highs, dtype=np.int32)
+                    )
                 )
                 shift = kernel.get_global(
-                    *module.constant(f"{prefix}_shift", (-shifts - 1).astype(np.int32))
+                    *module.shared_constant(
+                        params, "shift", f"{prefix}_shift", (-shifts - 1).astype(np.int32)
+                    )
                 )
                 self.high_tables = (multipliers, rounding, shift)
                 return
             right = kernel.get_global(
-                *module.constant(f"{prefix}_right_shift", np.maximum(-shifts, 0).astype(np.int32))
+                *module.shared_constant(
+                    params,
+                    "right",
+                    f"{prefix}_right_shift",
+                    np.maximum(-shifts, 0).astype(np.int32),
+                )
             )
             left = None
             if (shifts > 0).any():
                 left = kernel.get_global(
-                    *module.constant(f"{prefix}_left_shift", np.maximum(shifts, 0).astype(np.int32))
+                    *module.shared_constant(
+                        params,
+                        "left",
+                        f"{prefix}_left_shift",
+                        np.maximum(shifts, 0).astype(np.int32),
+                    )
                 )
             self.tables = (multipliers, right, left)
 

@@ -15,7 +15,7 @@ from xdsl.ir import Operation
 from xdsl.utils.exceptions import PassFailedException
 
 from usmp_dialect.analysis.buffer_info import BufferAnalysis, conflict_names
-from usmp_dialect.analysis.operators import OperatorAnalysis, tensor_name
+from usmp_dialect.analysis.operators import OperatorAnalysis, OperatorRun, tensor_name
 from usmp_dialect.dialects.pool import PoolOpBase
 from usmp_dialect.planning.problem import PlanResult, Problem
 from usmp_dialect.tools.output_file import OutputFileError, write_output_file
@@ -46,19 +46,38 @@ def report_operators(operators: OperatorAnalysis, analysis: BufferAnalysis) -> l
     """The report's `operators`: one entry per call of the entry, in execution order."""
     names = _tensor_names(analysis)
     return [
-        {
-            "index": run.index,
-            "name": run.name,
-            "type": run.type,
-            "macs": run.macs,
-            "input_bytes": run.input_bytes,
-            "output_bytes": run.output_bytes,
-            "scratch_bytes": run.scratch_bytes,
-            "live_bytes": run.live_bytes,
-            "live_tensors": [names[index] for index in run.live_buffers],
-        }
+        _with_fused(
+            run,
+            {
+                "index": run.index,
+                "name": run.name,
+                "type": run.type,
+                "macs": run.macs,
+                "input_bytes": run.input_bytes,
+                "output_bytes": run.output_bytes,
+                "scratch_bytes": run.scratch_bytes,
+                "live_bytes": run.live_bytes,
+                "live_tensors": [names[index] for index in run.live_buffers],
+            },
+        )
         for run in operators.operators
     ]
+
+
+def _with_fused(run: OperatorRun, entry: dict) -> dict:
+    """`entry` plus, for a fused group (fused row streaming), `fused`: its operators, the rows
+    kept of each intermediate tensor and the bytes it takes off the peak."""
+    if run.fused is None:
+        return entry
+    entry["fused"] = {
+        "operators": list(run.fused.operators),
+        "line_buffers": [
+            {"tensor": tensor, "rows": rows, "height": height, "size_bytes": size}
+            for tensor, rows, height, size in run.fused.line_buffers
+        ],
+        "saved_bytes": run.fused.saved_bytes,
+    }
+    return entry
 
 
 def report_peak(

@@ -51,7 +51,12 @@ from xdsl.xdsl_opt_main import xDSLOptMain
 from usmp_dialect import __version__
 from usmp_dialect.frontends import Importer, get_all_frontends
 from usmp_dialect.frontends.errors import ModelImportError
-from usmp_dialect.frontends.options import HYBRID_MODES, IN_PLACE_MODES, ImportOptions
+from usmp_dialect.frontends.options import (
+    FUSE_MODES,
+    HYBRID_MODES,
+    IN_PLACE_MODES,
+    ImportOptions,
+)
 from usmp_dialect.passes.plan import PlanRecord, recording_plans
 from usmp_dialect.planning import PlanOptions
 from usmp_dialect.tools.analyze import ANALYZE_PASSES, analyse_module, analysis_table
@@ -311,6 +316,16 @@ class UsmpOptMain(xDSLOptMain):
                 "'dequantize' in float with the weights dequantised at import"
             ),
         )
+        arg_parser.add_argument(
+            "--fuse",
+            choices=FUSE_MODES,
+            default=FUSE_MODES[0],
+            help=(
+                "program transformations of a model frontend that lower memory: 'rows' "
+                "(default: fused row streaming where it lowers the peak) or 'none' (one "
+                "function per model operator, as imported)"
+            ),
+        )
         arg_parser.prog = PROG
         arg_parser.usage = (
             "%(prog)s [-p PASSES] [-t TARGET] [-o OUTPUT_FILE] [options] [input_file]"
@@ -405,7 +420,9 @@ class UsmpOptMain(xDSLOptMain):
         def parse_model(stream: IO[bytes]) -> ModuleOp:
             self._model_bytes = stream.read()
             importer = factory()
-            options = ImportOptions(in_place=self.args.in_place, hybrid=self.args.hybrid)
+            options = ImportOptions(
+                fuse=self.args.fuse, in_place=self.args.in_place, hybrid=self.args.hybrid
+            )
             try:
                 module = importer(self._model_bytes, self.get_input_name(), options)
             except ModelImportError as error:

@@ -126,7 +126,7 @@ def test_kws_application_uses_the_macros(tmp_path: Path) -> None:
     input_details, output_details = _litert_details(KWS)
     counts = printed[0].split()
     assert counts[1:3] == [str(len(input_details)), str(len(output_details))]
-    assert int(counts[4]) == 16000  # the planned workspace (README, SPEC)
+    assert int(counts[4]) == 5696  # the planned workspace, kws streamed (README, SPEC)
     assert int(counts[5]) > 0
     described = {line.split()[1]: line.split() for line in printed[1:] if "scale" in line}
     for kind, fields, details in (

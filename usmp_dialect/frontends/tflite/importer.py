@@ -274,6 +274,7 @@ class TfliteImporter:
     ) -> None:
         self.graph = graph
         self.options = options or ImportOptions()
+        self.fuse = self.options.fuse  # "rows": fused row streaming where it lowers the peak
         self.module = ModelModule()
         self.names = TensorNames()  # short SSA names / C identifiers of the tensors
         self.folded: dict[int, np.ndarray] = {}
@@ -417,6 +418,22 @@ class TfliteImporter:
             )
             self.values[index] = subview.result
             self._strided_placed[index] = subview.result
+
+    def _fused_groups(self) -> tuple[dict[int, tuple[object, object]], set[int]]:
+        """Fused row streaming (`frontends.tflite.streaming`): the groups by their first
+        operator, and every operator inside a group."""
+        if self.fuse == "none":
+            return {}, set()
+        from usmp_dialect.frontends.tflite.streaming import stream_graph
+        from usmp_dialect.graph.streaming import choose_groups
+
+        stream = stream_graph(self)
+        starts: dict[int, tuple[object, object]] = {}
+        inside: set[int] = set()
+        for group in choose_groups(stream):
+            starts[group.operators[0]] = (stream, group)
+            inside.update(group.operators)
+        return starts, inside
 
     def _function(self, name: str) -> func.FuncOp | None:
         for op in reversed(self.module.functions):
@@ -652,8 +669,16 @@ class TfliteImporter:
         graph = self.graph
         report(graph.path, unsupported(graph))
         entry = self._entry()
+        starts, fused = self._fused_groups()
         for op in graph.operators:
             progress(f"importing operator {op.index + 1}/{len(graph.operators)} ({op.opcode})")
+            if op.index in starts:
+                from usmp_dialect.frontends.tflite.streaming import emit_group
+
+                emit_group(self, *starts[op.index])
+                continue
+            if op.index in fused:
+                continue
             emitted = len(self.module.functions)
             OPERATORS[op.opcode](OperatorContext(self, op))
             facts = OperatorFacts(op.opcode, op.index, operator_macs(graph, op))

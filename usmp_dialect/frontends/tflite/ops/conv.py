@@ -16,6 +16,7 @@ arithmetic."""
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Protocol
 
 import numpy as np
 import tflite
@@ -186,13 +187,24 @@ def _symbols(
     return filters, bias_symbol
 
 
-@operator(
-    "CONV_2D",
-    "DEPTHWISE_CONV_2D",
-    types=INT16_ACTIVATION_TYPES,
-    supports=supported_fused_activation,
-)
-def convolution(context: OperatorContext) -> None:
+class WindowKernel(Protocol):
+    """`(name, input, output, window)`: adds `@name(%input, %output)`, the operator's kernel on
+    those types (the whole tensors, or the rows one window reads: fused row streaming);
+    `in_place`: a depthwise convolution writing over its input (TinyEngine's scheme)."""
+
+    def __call__(
+        self,
+        name: str,
+        input_type: MemRefType,
+        output_type: MemRefType,
+        window_: Window,
+        in_place: bool = False,
+    ) -> None: ...
+
+
+def convolution_kernel(context: OperatorContext) -> tuple[WindowKernel, Window]:
+    """Checks a CONV_2D / DEPTHWISE_CONV_2D, adds its constants, and returns its kernel
+    emitter and its window."""
     depthwise = context.op.opcode == "DEPTHWISE_CONV_2D"
     options = context.op.option(
         tflite.DepthwiseConv2DOptions if depthwise else tflite.Conv2DOptions
@@ -238,22 +250,55 @@ def convolution(context: OperatorContext) -> None:
         arithmetic = _arithmetic(context, dtype, out_channels, activation)
         arithmetic = _folded(context, arithmetic, weights, bias, depthwise)
     filter_symbol, bias_symbol = _symbols(context, weights, bias)
-    # TinyEngine's in-place depthwise convolution, where it lowers the peak (importer).
+
+    def emit(
+        name: str,
+        input_type: MemRefType,
+        output_type: MemRefType,
+        window_: Window,
+        in_place: bool = False,
+    ) -> None:
+        conv2d(
+            context.module,
+            name,
+            input_type,
+            output_type,
+            filter_symbol,
+            bias_symbol,
+            window_,
+            arithmetic,
+            depth_multiplier,
+            in_place=in_place,
+        )
+
+    return emit, filter_window
+
+
+@operator(
+    "CONV_2D",
+    "DEPTHWISE_CONV_2D",
+    types=INT16_ACTIVATION_TYPES,
+    supports=supported_fused_activation,
+)
+def convolution(context: OperatorContext) -> None:
+    emit, filter_window = convolution_kernel(context)
+    source, output = context.tensor(0), context.tensor(0, output=True)
+    # TinyEngine's in-place depthwise convolution (depth multiplier 1, one batch), where it
+    # lowers the peak (importer).
+    depthwise = context.op.opcode == "DEPTHWISE_CONV_2D"
     target = (
         context.depthwise_in_place()
-        if depth_multiplier == 1 and batches == 1 and dtype == output.dtype
+        if depthwise
+        and output.shape[3] == source.shape[3]
+        and output.shape[0] == 1
+        and source.dtype == output.dtype
         else None
     )
-    conv2d(
-        context.module,
+    emit(
         context.name,
-        memref_of(source.shape, dtype),
-        memref_of(output.shape, dtype),
-        filter_symbol,
-        bias_symbol,
+        memref_of(source.shape, source.dtype),
+        memref_of(output.shape, output.dtype),
         filter_window,
-        arithmetic,
-        depth_multiplier,
         in_place=target is not None,
     )
     context.call([context.value(0)], [target if target is not None else context.result()])

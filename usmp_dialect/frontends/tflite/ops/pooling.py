@@ -23,13 +23,8 @@ from usmp_dialect.kernels.module import memref_of
 from usmp_dialect.kernels.pooling import Pool, pool2d
 
 
-@operator(
-    "AVERAGE_POOL_2D",
-    "MAX_POOL_2D",
-    types=INT16_ACTIVATION_TYPES,
-    supports=supported_fused_activation,
-)
-def pooling(context: OperatorContext) -> None:
+def pooling_parameters(context: OperatorContext) -> Pool:
+    """Checks an AVERAGE_POOL_2D / MAX_POOL_2D and returns what its kernel computes."""
     options = context.op.option(tflite.Pool2DOptions)
     if options is None:
         raise context.fail("missing options")
@@ -52,7 +47,19 @@ def pooling(context: OperatorContext) -> None:
     else:
         bounds = (float_activation(activation).low, float_activation(activation).high)
     kind = "average" if context.op.opcode == "AVERAGE_POOL_2D" else "max"
-    pool = Pool(kind, filter_size, pool_window, *bounds)
+    return Pool(kind, filter_size, pool_window, *bounds)
+
+
+@operator(
+    "AVERAGE_POOL_2D",
+    "MAX_POOL_2D",
+    types=INT16_ACTIVATION_TYPES,
+    supports=supported_fused_activation,
+)
+def pooling(context: OperatorContext) -> None:
+    pool = pooling_parameters(context)
+    source, output = context.tensor(0), context.tensor(0, output=True)
+    dtype = source.dtype
     pool2d(
         context.module,
         context.name,

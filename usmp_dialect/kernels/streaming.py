@@ -1,0 +1,344 @@
+"""A fused group of operators as one function that produces its output row by row
+(`usmp_dialect.graph.streaming` decides the group and its steps).
+
+`@fused_<first>__<last>(%input, %output, %rows_1, ..., [%sums])` runs the group's steps as
+counted loops: a step computes one output row of one layer by calling that layer's *row
+function* — the layer's own kernel (`conv2d`, `pool2d`, ...) emitted for an input of just the
+rows one window reads and an output of one row — on a `memref.subview` of its input (the model
+tensor for the first layer, the layer's line buffer otherwise) and of its output (the next
+layer's line buffer, or the group's output tensor). A layer has one row function per distinct
+window shape (top border rows, interior, bottom border rows), as the unfused kernel has one loop
+nest per row segment, so the interior runs the same inner loops as the unfused kernel. A shift
+moves the rows a line buffer still needs to its start (`memref.copy`, a `memmove`). The line
+buffers and the reducer's sums are arguments: `@main` allocates them (`memref.alloc`), so the
+planner packs them with every other buffer.
+
+A global average pool at the end sums each incoming row per channel in int32 (`%sums`; integer
+sums do not depend on the order) and divides once at the end, rounding as TFLite's reference
+kernel does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from xdsl.builder import Builder
+from xdsl.dialects import func, memref
+from xdsl.dialects.builtin import (
+    DenseArrayBase,
+    FunctionType,
+    IntegerType,
+    MemRefType,
+    StridedLayoutAttr,
+    i32,
+    i64,
+)
+from xdsl.ir import Operation
+from xdsl.rewriter import InsertPoint
+
+from usmp_dialect.graph.streaming import Compute, Loop, Reduce, Shift, Step
+from usmp_dialect.kernels.builder import KernelBuilder, Value, finish, function
+from usmp_dialect.kernels.module import ModelModule
+
+DYNAMIC = -9223372036854775808  # MLIR's dynamic offset marker in static_offsets
+
+RowEmitter = Callable[[str, MemRefType, MemRefType, int], None]
+"""`(name, input, output, top_pad)`: adds `@name(%input, %output)` computing the one output row
+of `output` from the rows of `input`, the window's first `top_pad` rows lying above them."""
+
+
+@dataclass(frozen=True)
+class StreamLayer:
+    """One windowed layer of a group: its model operator's name, full tensor types and its row
+    function emitter."""
+
+    name: str
+    input_type: MemRefType
+    output_type: MemRefType
+    emit_rows: RowEmitter
+
+
+@dataclass(frozen=True)
+class GlobalAverage:
+    """The reducer: int8 average over every row and column, clamped to `[low, high]`."""
+
+    input_type: MemRefType
+    output_type: MemRefType
+    low: int
+    high: int
+
+
+def _strides(shape: Sequence[int]) -> list[int]:
+    strides, running = [], 1
+    for size in reversed(shape):
+        strides.append(running)
+        running *= size
+    return list(reversed(strides))
+
+
+def _row_view_type(source: MemRefType, rows: int) -> MemRefType:
+    """`rows` rows of the NHWC `source` at a run-time row: its strides, a dynamic offset."""
+    batch, _, width, channels = source.get_shape()
+    return MemRefType(
+        source.element_type,
+        [batch, rows, width, channels],
+        StridedLayoutAttr(_strides(source.get_shape()), None),
+    )
+
+
+def _rows_of(kernel: KernelBuilder, source: Value, row: Value, rows: int) -> Value:
+    """The subview of rows `[row, row + rows)` of the NHWC memref `source`."""
+    source_type = source.type
+    assert isinstance(source_type, MemRefType)
+    batch, _, width, channels = source_type.get_shape()
+    view = memref.SubviewOp(
+        source,
+        [kernel.as_index(row)],
+        [],
+        [],
+        DenseArrayBase.from_list(i64, [0, DYNAMIC, 0, 0]),
+        DenseArrayBase.from_list(i64, [batch, rows, width, channels]),
+        DenseArrayBase.from_list(i64, [1, 1, 1, 1]),
+        _row_view_type(source_type, rows),
+    )
+    return kernel.insert(view)
+
+
+def _flat_rows(kernel: KernelBuilder, flat: Value, first: int, count: int) -> Value:
+    return kernel.insert(
+        memref.SubviewOp.from_static_parameters(flat, flat.type, [first], [count], [1])
+    )  # type: ignore[arg-type]
+
+
+def buffer_type(tensor_type: MemRefType, rows: int) -> MemRefType:
+    """The line buffer of `rows` rows of the NHWC tensor `tensor_type`."""
+    batch, _, width, channels = tensor_type.get_shape()
+    return MemRefType(tensor_type.element_type, [batch, rows, width, channels])
+
+
+def fused_rows(
+    module: ModelModule,
+    name: str,
+    layers: Sequence[StreamLayer],
+    reducer: GlobalAverage | None,
+    buffer_rows: Sequence[int],
+    plan: Sequence[Loop],
+) -> tuple[func.FuncOp, list[MemRefType]]:
+    """Adds the row functions of `layers` and `@name`, which runs `plan`; returns the group
+    function (not yet added) and the types of its scratch arguments, in order: the line buffer
+    of every layer after the first, then (with a reducer) its input row and its sums."""
+    scratch: list[MemRefType] = [
+        buffer_type(layer.input_type, rows)
+        for layer, rows in zip(layers[1:], buffer_rows, strict=False)
+    ]
+    if reducer is not None:
+        scratch.append(buffer_type(reducer.input_type, 1))
+        scratch.append(MemRefType(i32, [reducer.input_type.get_shape()[3]]))
+    output_type = reducer.output_type if reducer is not None else layers[-1].output_type
+    arguments = [("input", layers[0].input_type), ("output", output_type)]
+    arguments += [(f"rows{position}", type_) for position, type_ in enumerate(scratch)]
+    op, kernel, values = function(name, arguments)
+    source, target, *buffers = values
+    sums = buffers[-1] if reducer is not None else None
+    reduce_row = buffers[-2] if reducer is not None else None
+
+    def input_of(layer: int) -> Value:
+        return source if layer == 0 else buffers[layer - 1]
+
+    def output_of(layer: int) -> Value:
+        if layer + 1 < len(layers):
+            return buffers[layer]
+        return reduce_row if reduce_row is not None else target
+
+    row_functions: dict[tuple[int, int, int, int], str] = {}
+
+    def row_function(step: Compute) -> str:
+        key = (step.layer, step.top_pad, step.rows, step.out_rows)
+        if key not in row_functions:
+            layer = layers[step.layer]
+            block = f"_by{step.out_rows}" if step.out_rows > 1 else ""
+            symbol = module.unique(f"{layer.name}_rows_{step.top_pad}_{step.rows}{block}")
+            in_type = input_of(step.layer).type
+            out_type = output_of(step.layer).type
+            assert isinstance(in_type, MemRefType) and isinstance(out_type, MemRefType)
+            emitted = len(module.functions)
+            layer.emit_rows(
+                symbol,
+                _row_view_type(in_type, step.rows),
+                _row_view_type(out_type, step.out_rows),
+                step.top_pad,
+            )
+            for function_op in module.functions[emitted:]:
+                if isinstance(function_op, func.FuncOp) and function_op.sym_name.data == symbol:
+                    constant_arguments[symbol] = _constants_as_arguments(function_op)
+            row_functions[key] = symbol
+        return row_functions[key]
+
+    # Constants a row function reads become its arguments, read once by the group function:
+    # every row function of a layer then shares one constant buffer (the planner gives each
+    # `memref.get_global` its own).
+    constant_arguments: dict[str, list[tuple[str, MemRefType]]] = {}
+    constant_values: dict[str, Value] = {}
+
+    def constant_value(symbol: str, type_: MemRefType) -> Value:
+        if symbol not in constant_values:
+            constant_values[symbol] = _insert_at_entry(kernel, memref.GetGlobalOp(symbol, type_))
+        return constant_values[symbol]
+
+    flat_buffers: dict[int, Value] = {}
+
+    def flat(layer: int) -> Value:
+        if layer not in flat_buffers:
+            buffer = buffers[layer - 1]
+            buffer_type_ = buffer.type
+            assert isinstance(buffer_type_, MemRefType)
+            size = 1
+            for dim in buffer_type_.get_shape():
+                size *= dim
+            cast = memref.ReinterpretCastOp.build(
+                operands=[buffer, [], [], []],
+                result_types=[MemRefType(buffer_type_.element_type, [size])],
+                properties={
+                    "static_offsets": DenseArrayBase.from_list(i64, [0]),
+                    "static_sizes": DenseArrayBase.from_list(i64, [size]),
+                    "static_strides": DenseArrayBase.from_list(i64, [1]),
+                },
+            )
+            flat_buffers[layer] = _insert_at_entry(kernel, cast)
+        return flat_buffers[layer]
+
+    def run(step: Step, delta: tuple[int, int], repetition: Value | None) -> None:
+        if isinstance(step, Shift):
+            buffer_type_ = buffers[step.layer - 1].type
+            assert isinstance(buffer_type_, MemRefType)
+            _, _, width, channels = buffer_type_.get_shape()
+            row = width * channels
+            whole = flat(step.layer)
+            kernel.insert(
+                memref.CopyOp(
+                    _flat_rows(kernel, whole, step.first * row, step.rows * row),
+                    _flat_rows(kernel, whole, 0, step.rows * row),
+                )
+            )
+            return
+        if isinstance(step, Reduce):
+            assert reducer is not None and sums is not None and reduce_row is not None
+            _accumulate(kernel, reduce_row, sums)
+            return
+
+        def row_index(base: int, step_rows: int) -> Value | int:
+            if repetition is None or step_rows == 0:
+                return base
+            return kernel.add(kernel.as_index(base), kernel.mul(repetition, step_rows))
+
+        callee = row_function(step)
+        source_rows = _rows_of(
+            kernel, input_of(step.layer), row_index(step.source_row, delta[0]), step.rows
+        )
+        target_row = _rows_of(
+            kernel, output_of(step.layer), row_index(step.target_row, delta[1]), step.out_rows
+        )
+        constants = [constant_value(*symbol) for symbol in constant_arguments.get(callee, [])]
+        kernel.insert(func.CallOp(callee, [source_rows, target_row, *constants], []))
+
+    if reducer is not None:
+        assert sums is not None
+        channels = reducer.input_type.get_shape()[3]
+        kernel.loop(
+            0, channels, lambda c, _: kernel.store(kernel.constant(0, i32), sums, [c]) or []
+        )
+    for loop in plan:
+        if loop.count == 1:
+            for step in loop.body:
+                run(step, (0, 0), None)
+            continue
+
+        def body(j: Value, _: Sequence[Value], loop: Loop = loop) -> list[Value]:
+            for step, delta in zip(loop.body, loop.deltas, strict=True):
+                run(step, delta, j)
+            return []
+
+        kernel.loop(0, loop.count, body)
+    if reducer is not None:
+        assert sums is not None
+        _average(kernel, reducer, sums, target)
+    finish(kernel)
+    return op, scratch
+
+
+def _insert_at_entry(kernel: KernelBuilder, op: Operation) -> Value:
+    """Inserts a view at the function entry (after the constants), so that loops share it."""
+    saved = kernel.builder
+    last = kernel._last_constant  # the entry's constants come first
+    point = InsertPoint.after(last) if last is not None else InsertPoint.at_start(kernel.entry)
+    kernel.builder = Builder(point)
+    try:
+        kernel.insert(op)
+    finally:
+        kernel.builder = saved
+    return op.results[0]
+
+
+def _constants_as_arguments(function_op: func.FuncOp) -> list[tuple[str, MemRefType]]:
+    """Replaces every `memref.get_global` of `function_op` by a new argument (one per global,
+    after the others); returns the globals in argument order."""
+    block = function_op.body.block
+    globals_: list[tuple[str, MemRefType]] = []
+    arguments: dict[str, Value] = {}
+    for op in list(function_op.walk()):
+        if not isinstance(op, memref.GetGlobalOp):
+            continue
+        symbol = op.name_.root_reference.data
+        type_ = op.memref.type
+        assert isinstance(type_, MemRefType)
+        if symbol not in arguments:
+            argument = block.insert_arg(type_, len(block.args))
+            argument.name_hint = symbol
+            arguments[symbol] = argument
+            globals_.append((symbol, type_))
+        op.memref.replace_all_uses_with(arguments[symbol])
+        op.detach()
+        op.erase()
+    function_op.function_type = FunctionType.from_lists(
+        [argument.type for argument in block.args], list(function_op.function_type.outputs.data)
+    )
+    return globals_
+
+
+def _accumulate(kernel: KernelBuilder, row: Value, sums: Value) -> None:
+    """`sums[c] += row[0, 0, x, c]` over the row's columns."""
+    row_type = row.type
+    assert isinstance(row_type, MemRefType)
+    _, _, width, channels = row_type.get_shape()
+
+    def channel(c: Value, _: Sequence[Value]) -> list[Value]:
+        def column(x: Value, total: Sequence[Value]) -> list[Value]:
+            return [kernel.add(total[0], kernel.cast(kernel.load(row, [0, 0, x, c]), i32))]
+
+        (total,) = kernel.loop(0, width, column, [kernel.load(sums, [c])])
+        kernel.store(total, sums, [c])
+        return []
+
+    kernel.loop(0, channels, channel)
+
+
+def _average(kernel: KernelBuilder, reducer: GlobalAverage, sums: Value, target: Value) -> None:
+    """The int8 average of every channel's sum: TFLite's `(sum +- count / 2) / count`
+    (rounding half away from zero), clamped."""
+    _, height, width, channels = reducer.input_type.get_shape()
+    count = height * width
+    element = reducer.output_type.element_type
+    assert isinstance(element, IntegerType)
+
+    def channel(c: Value, _: Sequence[Value]) -> list[Value]:
+        total = kernel.load(sums, [c])
+        half = count // 2
+        positive = kernel.cmp("sgt", total, 0)
+        rounded = kernel.select(positive, kernel.add(total, half), kernel.sub(total, half))
+        average = kernel.div(rounded, count)
+        value = kernel.cast(kernel.clamp(average, reducer.low, reducer.high), element)
+        kernel.store(value, target, [0, 0, 0, c])
+        return []
+
+    kernel.loop(0, channels, channel)
