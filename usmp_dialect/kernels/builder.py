@@ -225,6 +225,7 @@ class KernelBuilder:
         variable `t` at `view[row, t]`."""
         source = flat.type
         assert isinstance(source, MemRefType) and source.get_num_dims() == 1
+        flat, offset = self.based(flat, offset)
         layout = StridedLayoutAttr([spacing, 1], offset if isinstance(offset, int) else NoneAttr())
         dynamic = [] if isinstance(offset, int) else [self.as_index(offset)]
         return self.insert(
@@ -237,6 +238,47 @@ class KernelBuilder:
                     ),
                     "static_sizes": DenseArrayBase.from_list(i64, [count, length]),
                     "static_strides": DenseArrayBase.from_list(i64, [spacing, 1]),
+                },
+            )
+        )
+
+    def based(self, buffer: Value, offset: Value | int) -> tuple[Value, Value | int]:
+        """What a `memref.reinterpret_cast` of the element `offset` of `buffer` casts from, and
+        its offset: `buffer` itself when its own offset is static and 0; otherwise (a window
+        passed in with a dynamic offset, e.g. a streamed row) its base buffer and
+        `buffer's offset + offset` (`memref.extract_strided_metadata`), since a cast's offset
+        counts from the base."""
+        memref_type = buffer.type
+        assert isinstance(memref_type, MemRefType)
+        if memref_type.get_offset() == 0:
+            return buffer, offset
+        metadata = memref.ExtractStridedMetaDataOp(buffer)
+        self.insert(metadata)
+        return metadata.base_buffer, self.add(metadata.offset, self.as_index(offset))
+
+    def reshaped(self, buffer: Value, shape: Sequence[int]) -> Value:
+        """The contiguous `buffer` seen with `shape` (a `memref.reinterpret_cast`, no copy);
+        a dynamic offset stays dynamic."""
+        memref_type = buffer.type
+        assert isinstance(memref_type, MemRefType)
+        if tuple(memref_type.get_shape()) == tuple(shape):
+            return buffer
+        strides = [1] * len(shape)
+        for axis in range(len(shape) - 2, -1, -1):
+            strides[axis] = strides[axis + 1] * shape[axis + 1]
+        base, offset = self.based(buffer, 0)
+        dynamic = [] if isinstance(offset, int) else [offset]
+        layout = NoneAttr() if isinstance(offset, int) else StridedLayoutAttr(strides, NoneAttr())
+        return self.insert(
+            memref.ReinterpretCastOp.build(
+                operands=[base, dynamic, [], []],
+                result_types=[MemRefType(memref_type.element_type, list(shape), layout)],
+                properties={
+                    "static_offsets": DenseArrayBase.from_list(
+                        i64, [offset if isinstance(offset, int) else DYNAMIC_INDEX]
+                    ),
+                    "static_sizes": DenseArrayBase.from_list(i64, list(shape)),
+                    "static_strides": DenseArrayBase.from_list(i64, strides),
                 },
             )
         )

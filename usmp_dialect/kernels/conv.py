@@ -31,7 +31,6 @@ from usmp_dialect.kernels.module import (
     ModelModule,
     Requantization,
     RequantizeEmitter,
-    reshape_view,
 )
 
 
@@ -601,8 +600,7 @@ def conv2d(
 
 
 def _reshaped(kernel: KernelBuilder, buffer: Value, shape: tuple[int, ...]) -> Value:
-    cast = reshape_view(buffer, shape)
-    return buffer if cast is None else kernel.insert(cast)
+    return kernel.reshaped(buffer, shape)
 
 
 def conv2d_nchw(

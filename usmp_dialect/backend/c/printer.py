@@ -1179,6 +1179,24 @@ class CFunctionPrinter(BasePrinter):
         self.define_memref(result, source, source.name)
 
     @print_op.register
+    def _(self, op: memref.ExtractStridedMetaDataOp) -> None:
+        """In C a memref is a pointer to its first element, so its base buffer is that pointer
+        and its offset 0 (a cast of the base at offset `0 + k` is then the pointer plus k, as
+        the cast of the true base at the true offset plus k is); sizes and strides are the
+        type's, which must be static. Nothing is printed."""
+        source = self.mem(op.source)
+        source_type = op.source.type
+        assert isinstance(source_type, MemRefType)
+        self.memrefs[op.base_buffer] = MemrefValue(
+            source.name, source.element_type, (), (), source.const, source.is_pool
+        )
+        self.scalars[op.offset] = "0"
+        for size, extent in zip(op.sizes, source.shape, strict=True):
+            self.scalars[size] = str(extent)
+        for stride, step in zip(op.strides, source.strides, strict=True):
+            self.scalars[stride] = str(step)
+
+    @print_op.register
     def _(self, op: memref.ReinterpretCastOp) -> None:
         source = self.mem(op.source)
         source_type = op.source.type
