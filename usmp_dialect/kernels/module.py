@@ -152,6 +152,7 @@ class ModelModule:
         self.globals: list[Operation] = []
         self.functions: list[Operation] = []
         self._names: set[str] = set()
+        self._shared: dict[str, tuple[str, MemRefType]] = {}
 
     def unique(self, hint: str) -> str:
         name, count = hint, 1
@@ -178,6 +179,13 @@ class ModelModule:
             )
         )
         return name, type_
+
+    def shared_constant(self, name: str, array: np.ndarray) -> tuple[str, MemRefType]:
+        """`constant`, created once per module under `name` and shared by every kernel that
+        asks for it (a fixed table, e.g. TFLite's `sigmoid_table_uint16`)."""
+        if name not in self._shared:
+            self._shared[name] = self.constant(name, array)
+        return self._shared[name]
 
     def state(self, hint: str, array: np.ndarray) -> tuple[str, MemRefType]:
         """A private mutable `memref.global` marked `usmp.state` with `array` as its initial

@@ -20,7 +20,7 @@ import pytest
 from usmp_dialect.frontends.errors import ModelImportError
 from usmp_dialect.frontends.tflite.importer import import_tflite
 from usmp_dialect.frontends.tflite.reader import read_graph
-from usmp_dialect.kernels.lstm import SIGMOID_TABLE_UINT16
+from usmp_dialect.kernels.int16_activation import SIGMOID_TABLE_UINT16
 from usmp_dialect.testing import tflm
 from usmp_dialect.testing.module_file import load_file
 from usmp_dialect.testing.stateful import STATE_POOL, compile_sequence, tflm_sequence
@@ -365,5 +365,5 @@ def test_refuses_hybrid_and_int16_lstms() -> None:
     for index in (op.inputs[0], op.outputs[0], op.inputs[HIDDEN]):
         tensors[index] = replace(tensors[index], dtype=np.int16, zero_points=[0])
     model = ModelSpec(tensors, spec.operators, spec.inputs, spec.outputs).model()
-    with pytest.raises(ModelImportError, match="activation type int16"):
+    with pytest.raises(ModelImportError, match="UNIDIRECTIONAL_SEQUENCE_LSTM on int16"):
         import_tflite(model, "lstm.tflite")
