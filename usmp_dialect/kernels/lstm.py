@@ -1,6 +1,6 @@
 """UNIDIRECTIONAL_SEQUENCE_LSTM as TensorFlow Lite Micro computes it (`lstm_eval.h`
-`LstmStep`, the standard LSTM: no CIFG, no peephole, no projection, no layer norm), float32 and
-int8 (int8 weights and activations, int32 biases, int16 cell state and gates).
+`LstmStep`, the standard LSTM: no CIFG, no peephole, no projection, no layer norm), float32,
+int8 (int8 weights and activations, int32 biases, int16 cell state and gates) and 16x8.
 
 One step, per batch row and time step, for every unit `s` of the state:
 
@@ -25,6 +25,12 @@ saturation, and the gates are `reference_integer_ops::Logistic` / `Tanh` on int1
 sigmoid(i/24) in Q0.16 with linear interpolation; outputs in Q0.15). The products of two int16
 values are `MulElementwise` with TFLite's double-rounding requantisation into the
 int16 cell state (a power-of-two scale) or the int8 hidden state.
+
+16x8 (`EvalLstm<int16_t, int8_t, int16_t, int64_t>`, `IntegerLstm.wide`): the same with int16
+input and hidden state (zero point 0, so no offsets to fold), int64 biases, each fully
+connected product summed in int64 (the int32 products widened) and requantised with TFLite's
+64-bit `MultiplyByQuantizedMultiplier` (the multiplier reduced to 16 bits); the hidden state
+is clamped to int16.
 """
 
 from __future__ import annotations
@@ -33,11 +39,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-from xdsl.dialects.builtin import MemRefType, f32, i16, i32
+from xdsl.dialects.builtin import MemRefType, f32, i16, i32, i64
 
 from usmp_dialect.kernels.builder import KernelBuilder, Value, finish, function, i8
 from usmp_dialect.kernels.elementwise import LOGISTIC_LOWER, LOGISTIC_UPPER
-from usmp_dialect.kernels.fixed_point import emit_multiply_by_quantized_multiplier
+from usmp_dialect.kernels.fixed_point import (
+    emit_multiply_by_quantized_multiplier,
+    emit_multiply_by_quantized_multiplier_64,
+    reduced_multiplier,
+)
 from usmp_dialect.kernels.int16_activation import (
     Int16Activation,
     emit_int16_activation,
@@ -81,6 +91,7 @@ class IntegerLstm:
     hidden_zero_point: int
     cell_tanh: Int16Activation  # tanh of the cell state
     cell_clip: int  # quantised; 0: no clipping
+    wide: bool = False  # 16x8: int16 activations, int64 biases and accumulators
 
 
 @dataclass(frozen=True)
@@ -136,7 +147,8 @@ def lstm(
     """Adds `@name(%input, %hidden: [batches, units], %cell: [batches, units], %output)`: the
     whole sequence, reading and updating the state in place."""
     quantized = isinstance(arithmetic, IntegerLstm)
-    activation = i8 if quantized else f32
+    wide = isinstance(arithmetic, IntegerLstm) and arithmetic.wide
+    activation = (i16 if wide else i8) if quantized else f32
     cell_element = i16 if quantized else f32
     input_type = MemRefType(activation, list(shape.sequence(shape.features)))
     output_type = MemRefType(activation, list(shape.sequence(shape.units)))
@@ -164,14 +176,15 @@ def lstm(
         gate: int, unit: Value, matrix: Value, vector: Callable[[Value], Value], depth: int
     ) -> Value:
         """sum_d vector(d) * matrix[gate, unit, d] from 0, in d order (i32 or f32)."""
-        zero = kernel.constant(0, i32) if quantized else kernel.constant(0.0, f32)
+        zero = kernel.constant(0, i64 if wide else i32) if quantized else kernel.constant(0.0, f32)
         gate_index = kernel.index(gate)
 
         def body(d: Value, carried: tuple[Value, ...] | list[Value]) -> list[Value]:
             x, w = vector(d), kernel.load(matrix, [gate_index, unit, d])
             if quantized:
                 x, w = kernel.cast(x, i32), kernel.cast(w, i32)
-            return [kernel.add(carried[0], kernel.mul(x, w))]
+            product = kernel.mul(x, w)  # int32, widened before a 64-bit sum (TFLM's 16x8 FC)
+            return [kernel.add(carried[0], kernel.cast(product, i64) if wide else product)]
 
         return kernel.loop(0, depth, body, [zero])[0]
 
@@ -189,17 +202,16 @@ def lstm(
                 from_state = dot(index, unit, w_rec, h, shape.units)
                 gate_index = kernel.index(index)
                 if isinstance(arithmetic, IntegerLstm):
-                    assert table is not None and b_rec is not None
+                    assert table is not None
                     a = _requantize16(
                         kernel,
                         kernel.add(from_input, kernel.load(b_in, [gate_index, unit])),
                         arithmetic.input_scales[index],
+                        wide,
                     )
-                    r = _requantize16(
-                        kernel,
-                        kernel.add(from_state, kernel.load(b_rec, [gate_index, unit])),
-                        arithmetic.recurrent_scales[index],
-                    )
+                    if b_rec is not None:
+                        from_state = kernel.add(from_state, kernel.load(b_rec, [gate_index, unit]))
+                    r = _requantize16(kernel, from_state, arithmetic.recurrent_scales[index], wide)
                     total = kernel.clamp(kernel.add(a, r), -32768, 32767)
                     function_ = (
                         arithmetic.cell_activation if gate == "cell" else Int16Activation("sigmoid")
@@ -230,7 +242,9 @@ def lstm(
                     arithmetic.hidden.shift,
                 )
                 shifted = kernel.add(scaled, arithmetic.hidden_zero_point)
-                new = kernel.cast(kernel.clamp(shifted, -128, 127), i8)
+                bits = 16 if wide else 8
+                limits = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1)
+                new = kernel.cast(kernel.clamp(shifted, *limits), activation)
             else:
                 kept = kernel.mul(gates["forget"], old)
                 added = kernel.mul(gates["input"], gates["cell"])
@@ -260,8 +274,15 @@ def lstm(
     module.add(op)
 
 
-def _requantize16(kernel: KernelBuilder, value: Value, scale: Multiplier) -> Value:
-    """MultiplyByQuantizedMultiplier into int16 (zero point 0), kept as i32."""
+def _requantize16(
+    kernel: KernelBuilder, value: Value, scale: Multiplier, wide: bool = False
+) -> Value:
+    """MultiplyByQuantizedMultiplier into int16 (zero point 0), kept as i32; `wide`: of an
+    int64 accumulator (TFLite's 64-bit form, the multiplier reduced to 16 bits)."""
+    if wide:
+        reduced, total_shift = reduced_multiplier(scale.multiplier), 15 - scale.shift
+        scaled = emit_multiply_by_quantized_multiplier_64(kernel, value, reduced, total_shift)
+        return kernel.clamp(scaled, -32768, 32767)
     scaled = emit_multiply_by_quantized_multiplier(kernel, value, scale.multiplier, scale.shift)
     return kernel.clamp(scaled, -32768, 32767)
 
