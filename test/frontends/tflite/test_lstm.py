@@ -265,6 +265,19 @@ def test_keras_lstm_memory_within_tflm(kind: str, tmp_path: Path) -> None:
 
 
 @needs_tflm
+def test_16x8_lstm_memory_within_tflm(tmp_path: Path) -> None:
+    """As for the Keras LSTMs: a 16x8 one's workspace (I/O inside) within TFLM's arena head,
+    its int16 state within TFLM's variable tensors."""
+    path = tmp_path / "lstm16x8.tflite"
+    path.write_bytes(lstm_spec(np.int16, batches=2, steps=6, features=8, units=16).model())
+    report = plan(path, tmp_path, workspace_io=True)
+    assert workspace_bytes(report) <= tflm.arena(path).head_bytes
+    state = sum(pool["size_bytes"] for pool in report["pools"] if pool["kind"] == "state")
+    variables = [t for t in read_graph(path.read_bytes(), str(path)).tensors if t.variable]
+    assert 0 < state <= sum(-(-t.size_bytes // 16) * 16 for t in variables)
+
+
+@needs_tflm
 @needs_gcc
 def test_lstm_under_sanitizers(tmp_path: Path) -> None:
     parts = {
