@@ -1,7 +1,8 @@
 """Elementwise kernels: binary ADD, SUB, MUL with NumPy broadcasting (int8, int16 and float32),
-and unary QUANTIZE, DEQUANTIZE, int8/int16 requantisation, table lookups and float LOGISTIC /
-TANH. Integer results are clamped to their output's type and range (int16: TFLite's 16x8
-kernels, the same arithmetic with ADD's inputs shifted left by 15 instead of 20).
+and unary QUANTIZE, DEQUANTIZE, int8/int16 requantisation, table lookups, float LOGISTIC /
+TANH and int16 LOGISTIC / TANH (`int16_activation`). Integer results are clamped to their
+output's type and range (int16: TFLite's 16x8 kernels, the same arithmetic with ADD's inputs
+shifted left by 15 instead of 20).
 
 Written as TFLite's reference kernels compute them, one output element at a time in
 registers: `reference_integer_ops::AddFunc` (both inputs shifted left by 20, scaled to twice
@@ -24,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from xdsl.dialects import math
-from xdsl.dialects.builtin import IntegerType, MemRefType, f32, i32
+from xdsl.dialects.builtin import IntegerType, MemRefType, f32, i16, i32
 from xdsl.ir import Attribute
 
 from usmp_dialect.kernels.binary_math import BinaryMath, emit_binary_math
@@ -32,6 +33,11 @@ from usmp_dialect.kernels.builder import INDEX, KernelBuilder, Value, finish, fu
 from usmp_dialect.kernels.conv import FloatActivation, clamp_float
 from usmp_dialect.kernels.fixed_point import emit_multiply_by_quantized_multiplier
 from usmp_dialect.kernels.float_math import FloatMath, emit_float_math
+from usmp_dialect.kernels.int16_activation import (
+    Int16Activation,
+    emit_int16_activation,
+    sigmoid_table,
+)
 from usmp_dialect.kernels.module import ModelModule
 
 # -- broadcasting ----------------------------------------------------------------------------
@@ -280,7 +286,15 @@ class LeakyRelu:
 
 
 UnaryArithmetic = (
-    Quantize | Dequantize | Requantize | Lookup | FloatFunction | FloatClamp | LeakyRelu | FloatMath
+    Quantize
+    | Dequantize
+    | Requantize
+    | Lookup
+    | FloatFunction
+    | FloatClamp
+    | LeakyRelu
+    | FloatMath
+    | Int16Activation
 )
 
 LOGISTIC_UPPER = 16.619047164916992  # TFLite's cut-offs: 1 above, exp(x) below
@@ -312,6 +326,11 @@ def _unary_element(
         table = kernel.get_global(*symbol)
         return lambda x: kernel.load(
             table, [kernel.cast(kernel.add(kernel.cast(x, i32), 128), INDEX)]
+        )
+    if isinstance(arithmetic, Int16Activation):
+        sigmoid = sigmoid_table(module, kernel)
+        return lambda x: kernel.cast(
+            emit_int16_activation(kernel, sigmoid, kernel.cast(x, i32), arithmetic), i16
         )
     if isinstance(arithmetic, FloatFunction):
         return lambda x: _float_function(kernel, arithmetic.kind, x)

@@ -1,6 +1,6 @@
 """UNIDIRECTIONAL_SEQUENCE_LSTM as TensorFlow Lite Micro computes it (`lstm_eval.h`
-`LstmStep`, the standard LSTM: no CIFG, no peephole, no projection, no layer norm), float32 and
-int8 (int8 weights and activations, int32 biases, int16 cell state and gates).
+`LstmStep`, the standard LSTM: no CIFG, no peephole, no projection, no layer norm), float32,
+int8 (int8 weights and activations, int32 biases, int16 cell state and gates) and 16x8.
 
 One step, per batch row and time step, for every unit `s` of the state:
 
@@ -20,10 +20,17 @@ the row is done. No scratch memory; the arithmetic of each element is TFLM's, in
 int8 (`EvalLstm<int8_t, int8_t, int16_t, int32_t>`): each fully connected product is TFLite's
 integer FullyConnected into int16 (the gate input in Q3.12, multiplier `input_scale *
 weight_scale` taken in float, then divided by 2**-12 in double), the two are added with int16
-saturation, and the gates are `reference_integer_ops::Logistic` / `Tanh` on int16 (a 256-entry
-table of sigmoid(i/24) in Q0.16 with linear interpolation; outputs in Q0.15). The products of
-two int16 values are `MulElementwise` with TFLite's double-rounding requantisation into the
+saturation, and the gates are `reference_integer_ops::Logistic` / `Tanh` on int16
+(`int16_activation`, shared with the int16 LOGISTIC and TANH operators: a 256-entry table of
+sigmoid(i/24) in Q0.16 with linear interpolation; outputs in Q0.15). The products of two int16
+values are `MulElementwise` with TFLite's double-rounding requantisation into the
 int16 cell state (a power-of-two scale) or the int8 hidden state.
+
+16x8 (`EvalLstm<int16_t, int8_t, int16_t, int64_t>`, `IntegerLstm.wide`): the same with int16
+input and hidden state (zero point 0, so no offsets to fold), int64 biases, each fully
+connected product summed in int64 (the int32 products widened) and requantised with TFLite's
+64-bit `MultiplyByQuantizedMultiplier` (the multiplier reduced to 16 bits); the hidden state
+is clamped to int16.
 """
 
 from __future__ import annotations
@@ -32,38 +39,23 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-from xdsl.dialects.builtin import MemRefType, f32, i16, i32
+from xdsl.dialects.builtin import MemRefType, f32, i16, i32, i64
 
-from usmp_dialect.kernels.builder import INDEX, KernelBuilder, Value, finish, function, i8
+from usmp_dialect.kernels.builder import KernelBuilder, Value, finish, function, i8
 from usmp_dialect.kernels.elementwise import LOGISTIC_LOWER, LOGISTIC_UPPER
-from usmp_dialect.kernels.fixed_point import emit_multiply_by_quantized_multiplier
+from usmp_dialect.kernels.fixed_point import (
+    emit_multiply_by_quantized_multiplier,
+    emit_multiply_by_quantized_multiplier_64,
+    reduced_multiplier,
+)
+from usmp_dialect.kernels.int16_activation import (
+    Int16Activation,
+    emit_int16_activation,
+    sigmoid_table,
+)
 from usmp_dialect.kernels.module import ModelModule
 
 GATES = ("forget", "input", "cell", "output")  # the order of the packed weights
-
-# TFLite's `sigmoid_table_uint16`: sigmoid(i / 24) in Q0.16 for i = 0..255, shared by the
-# int16 Logistic and Tanh kernels (tanh(x) = 2 * sigmoid(2x) - 1). Not a rounding of the
-# function TFLite documents (44 entries are one above round(65536 * sigmoid(i / 24))), so the
-# values themselves; the LSTM tests compare every gate path with TFLM.
-_SIGMOID_TABLE_TEXT = """
-    32768 33451 34133 34813 35493 36169 36843 37513 38180 38841 39498 40149 40794 41432 42064 42688
-    43304 43912 44511 45102 45683 46255 46817 47369 47911 48443 48964 49475 49975 50464 50942 51409
-    51865 52311 52745 53169 53581 53983 54374 54755 55125 55485 55834 56174 56503 56823 57133 57433
-    57724 58007 58280 58544 58800 59048 59288 59519 59743 59959 60168 60370 60565 60753 60935 61110
-    61279 61441 61599 61750 61896 62036 62172 62302 62428 62549 62666 62778 62886 62990 63090 63186
-    63279 63368 63454 63536 63615 63691 63765 63835 63903 63968 64030 64090 64148 64204 64257 64308
-    64357 64405 64450 64494 64536 64576 64614 64652 64687 64721 64754 64786 64816 64845 64873 64900
-    64926 64950 64974 64997 65019 65039 65060 65079 65097 65115 65132 65149 65164 65179 65194 65208
-    65221 65234 65246 65258 65269 65280 65291 65301 65310 65319 65328 65337 65345 65352 65360 65367
-    65374 65381 65387 65393 65399 65404 65410 65415 65420 65425 65429 65433 65438 65442 65445 65449
-    65453 65456 65459 65462 65465 65468 65471 65474 65476 65479 65481 65483 65485 65488 65489 65491
-    65493 65495 65497 65498 65500 65501 65503 65504 65505 65507 65508 65509 65510 65511 65512 65513
-    65514 65515 65516 65517 65517 65518 65519 65520 65520 65521 65522 65522 65523 65523 65524 65524
-    65525 65525 65526 65526 65526 65527 65527 65528 65528 65528 65529 65529 65529 65529 65530 65530
-    65530 65530 65531 65531 65531 65531 65531 65532 65532 65532 65532 65532 65532 65533 65533 65533
-    65533 65533 65533 65533 65533 65534 65534 65534 65534 65534 65534 65534 65534 65534 65534 65535
-"""
-SIGMOID_TABLE_UINT16 = np.array(_SIGMOID_TABLE_TEXT.split(), dtype=np.uint16)
 
 
 @dataclass(frozen=True)
@@ -72,17 +64,6 @@ class Multiplier:
 
     multiplier: int
     shift: int
-
-
-@dataclass(frozen=True)
-class Int16Activation:
-    """`reference_integer_ops::Logistic` / `Tanh` on int16 with TFLM's LSTM parameters:
-    `input = (x * multiplier + round) >> left_shift` (multiplier 0 means `3 << left_shift`,
-    no shift), then the table with linear interpolation."""
-
-    kind: str  # "sigmoid" or "tanh"
-    multiplier: int = 0
-    left_shift: int = 0
 
 
 def tanh_of_cell_state(cell_scale_power: int) -> Int16Activation:
@@ -110,6 +91,7 @@ class IntegerLstm:
     hidden_zero_point: int
     cell_tanh: Int16Activation  # tanh of the cell state
     cell_clip: int  # quantised; 0: no clipping
+    wide: bool = False  # 16x8: int16 activations, int64 biases and accumulators
 
 
 @dataclass(frozen=True)
@@ -165,7 +147,8 @@ def lstm(
     """Adds `@name(%input, %hidden: [batches, units], %cell: [batches, units], %output)`: the
     whole sequence, reading and updating the state in place."""
     quantized = isinstance(arithmetic, IntegerLstm)
-    activation = i8 if quantized else f32
+    wide = isinstance(arithmetic, IntegerLstm) and arithmetic.wide
+    activation = (i16 if wide else i8) if quantized else f32
     cell_element = i16 if quantized else f32
     input_type = MemRefType(activation, list(shape.sequence(shape.features)))
     output_type = MemRefType(activation, list(shape.sequence(shape.units)))
@@ -184,10 +167,7 @@ def lstm(
     w_rec = kernel.get_global(*weights.recurrent_weights)
     b_in = kernel.get_global(*weights.input_bias)
     b_rec = kernel.get_global(*weights.recurrent_bias) if weights.recurrent_bias else None
-    table = None
-    if quantized:
-        symbol = module.constant(f"{name}_sigmoid_table", SIGMOID_TABLE_UINT16.view(np.int16))
-        table = kernel.get_global(*symbol)
+    table = sigmoid_table(module, kernel) if quantized else None
 
     def at(batch: Value, step: Value, feature: Value) -> list[Value]:
         return [step, batch, feature] if shape.time_major else [batch, step, feature]
@@ -196,14 +176,15 @@ def lstm(
         gate: int, unit: Value, matrix: Value, vector: Callable[[Value], Value], depth: int
     ) -> Value:
         """sum_d vector(d) * matrix[gate, unit, d] from 0, in d order (i32 or f32)."""
-        zero = kernel.constant(0, i32) if quantized else kernel.constant(0.0, f32)
+        zero = kernel.constant(0, i64 if wide else i32) if quantized else kernel.constant(0.0, f32)
         gate_index = kernel.index(gate)
 
         def body(d: Value, carried: tuple[Value, ...] | list[Value]) -> list[Value]:
             x, w = vector(d), kernel.load(matrix, [gate_index, unit, d])
             if quantized:
                 x, w = kernel.cast(x, i32), kernel.cast(w, i32)
-            return [kernel.add(carried[0], kernel.mul(x, w))]
+            product = kernel.mul(x, w)  # int32, widened before a 64-bit sum (TFLM's 16x8 FC)
+            return [kernel.add(carried[0], kernel.cast(product, i64) if wide else product)]
 
         return kernel.loop(0, depth, body, [zero])[0]
 
@@ -221,22 +202,21 @@ def lstm(
                 from_state = dot(index, unit, w_rec, h, shape.units)
                 gate_index = kernel.index(index)
                 if isinstance(arithmetic, IntegerLstm):
-                    assert table is not None and b_rec is not None
+                    assert table is not None
                     a = _requantize16(
                         kernel,
                         kernel.add(from_input, kernel.load(b_in, [gate_index, unit])),
                         arithmetic.input_scales[index],
+                        wide,
                     )
-                    r = _requantize16(
-                        kernel,
-                        kernel.add(from_state, kernel.load(b_rec, [gate_index, unit])),
-                        arithmetic.recurrent_scales[index],
-                    )
+                    if b_rec is not None:
+                        from_state = kernel.add(from_state, kernel.load(b_rec, [gate_index, unit]))
+                    r = _requantize16(kernel, from_state, arithmetic.recurrent_scales[index], wide)
                     total = kernel.clamp(kernel.add(a, r), -32768, 32767)
                     function_ = (
                         arithmetic.cell_activation if gate == "cell" else Int16Activation("sigmoid")
                     )
-                    gates[gate] = _int16_activation(kernel, table, total, function_)
+                    gates[gate] = emit_int16_activation(kernel, table, total, function_)
                 else:
                     biased = kernel.add(from_input, kernel.load(b_in, [gate_index, unit]))
                     total = kernel.add(biased, from_state)
@@ -254,7 +234,7 @@ def lstm(
                 if arithmetic.cell_clip > 0:
                     updated = kernel.clamp(updated, -arithmetic.cell_clip, arithmetic.cell_clip)
                 kernel.store(kernel.cast(updated, i16), cell, [batch, unit])
-                squashed = _int16_activation(kernel, table, updated, arithmetic.cell_tanh)
+                squashed = emit_int16_activation(kernel, table, updated, arithmetic.cell_tanh)
                 scaled = emit_multiply_by_quantized_multiplier(
                     kernel,
                     kernel.mul(squashed, gates["output"]),
@@ -262,7 +242,9 @@ def lstm(
                     arithmetic.hidden.shift,
                 )
                 shifted = kernel.add(scaled, arithmetic.hidden_zero_point)
-                new = kernel.cast(kernel.clamp(shifted, -128, 127), i8)
+                bits = 16 if wide else 8
+                limits = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1)
+                new = kernel.cast(kernel.clamp(shifted, *limits), activation)
             else:
                 kept = kernel.mul(gates["forget"], old)
                 added = kernel.mul(gates["input"], gates["cell"])
@@ -292,48 +274,17 @@ def lstm(
     module.add(op)
 
 
-def _requantize16(kernel: KernelBuilder, value: Value, scale: Multiplier) -> Value:
-    """MultiplyByQuantizedMultiplier into int16 (zero point 0), kept as i32."""
+def _requantize16(
+    kernel: KernelBuilder, value: Value, scale: Multiplier, wide: bool = False
+) -> Value:
+    """MultiplyByQuantizedMultiplier into int16 (zero point 0), kept as i32; `wide`: of an
+    int64 accumulator (TFLite's 64-bit form, the multiplier reduced to 16 bits)."""
+    if wide:
+        reduced, total_shift = reduced_multiplier(scale.multiplier), 15 - scale.shift
+        scaled = emit_multiply_by_quantized_multiplier_64(kernel, value, reduced, total_shift)
+        return kernel.clamp(scaled, -32768, 32767)
     scaled = emit_multiply_by_quantized_multiplier(kernel, value, scale.multiplier, scale.shift)
     return kernel.clamp(scaled, -32768, 32767)
-
-
-def _int16_activation(
-    kernel: KernelBuilder, table: Value, value: Value, activation: Int16Activation
-) -> Value:
-    """`reference_integer_ops::Logistic` (outputs Q0.15 in [0, 32767]) or `Tanh` (Q0.15 in
-    [-32768, 32767]) of the int16 `value` (an i32), as an i32."""
-    multiplier, left_shift = activation.multiplier, activation.left_shift
-    if multiplier == 0:
-        multiplier, left_shift = 3 << left_shift, 0
-    rounding = (1 << (left_shift - 1)) if left_shift > 0 else 0
-    scaled = kernel.shr(kernel.add(kernel.mul(value, multiplier), rounding), left_shift)
-    negative = kernel.cmp("slt", scaled, 0)
-    magnitude = kernel.select(negative, kernel.sub(0, scaled), scaled)
-    sigmoid = activation.kind == "sigmoid"
-    fraction_bits = 9 if sigmoid else 8
-    high = kernel.shr(magnitude, fraction_bits)
-    saturated = kernel.cmp("sge", high, 255)
-    low_index = kernel.cast(kernel.min(high, 254), INDEX)
-
-    def entry(index: Value) -> Value:  # the table holds uint16 bits in int16
-        return kernel.and_(kernel.cast(kernel.load(table, [index]), i32), 0xFFFF)
-
-    below = entry(low_index)
-    above = entry(kernel.add(low_index, 1))
-    fraction = kernel.and_(magnitude, (1 << fraction_bits) - 1)
-    interpolated = kernel.add(
-        kernel.shl(below, fraction_bits), kernel.mul(fraction, kernel.sub(above, below))
-    )
-    if sigmoid:
-        result = kernel.select(saturated, 0x7FFF << 10, interpolated)
-        positive = kernel.add(result, 1 << 9)
-        negative_result = kernel.sub((1 << 25) + (1 << 9) - 1, result)
-        return kernel.shr(kernel.select(negative, negative_result, positive), 10)
-    result = kernel.select(saturated, 0xFFFF << 8, interpolated)
-    positive = kernel.add(result, -(1 << 23) + (1 << 7))
-    negative_result = kernel.sub((1 << 23) + (1 << 7) - 1, result)
-    return kernel.shr(kernel.select(negative, negative_result, positive), 8)
 
 
 def _float_activation(kernel: KernelBuilder, x: Value, kind: str) -> Value:
@@ -350,9 +301,7 @@ def _float_activation(kernel: KernelBuilder, x: Value, kind: str) -> Value:
 
 __all__ = [
     "GATES",
-    "SIGMOID_TABLE_UINT16",
     "FloatLstm",
-    "Int16Activation",
     "IntegerLstm",
     "LstmShape",
     "LstmWeights",

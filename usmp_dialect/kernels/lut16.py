@@ -37,18 +37,19 @@ LUT_SIZE = 513
 _F32 = np.float32
 
 
-def _c_expf() -> Callable[[float], float]:
-    """The C library's `expf` (TFLM's `std::exp` of a float); numpy's float32 exp may differ
-    from it in the last place, which can move a table entry by one."""
+def c_float_function(symbol: str) -> Callable[[float], float]:
+    """The C library's float function `symbol` (`expf`, `logf`: TFLM's `std::exp` / `std::log`
+    of a float); numpy's float32 ones may differ from them in the last place, which can move a
+    table entry by one or a scale across a threshold."""
     name = ctypes.util.find_library("m")
     library = ctypes.CDLL(name) if name else ctypes.CDLL(None)
-    expf = library.expf
-    expf.restype = ctypes.c_float
-    expf.argtypes = [ctypes.c_float]
-    return lambda value: float(expf(value))
+    function_ = getattr(library, symbol)
+    function_.restype = ctypes.c_float
+    function_.argtypes = [ctypes.c_float]
+    return lambda value: float(function_(value))
 
 
-_EXPF = _c_expf()
+_EXPF = c_float_function("expf")
 
 
 def _round(value: np.float32) -> np.float32:
@@ -173,6 +174,7 @@ def softmax_int16(
 
 __all__ = [
     "LUT_SIZE",
+    "c_float_function",
     "emit_lut_lookup",
     "exp_lut",
     "lut16",

@@ -170,6 +170,7 @@ class ModelModule:
         self._arrays: dict[str, np.ndarray] = {}
         # (id(owner), role) -> (owner, symbol): the owner is kept so that its id stays unique.
         self._shared: dict[tuple[int, str], tuple[object, tuple[str, MemRefType]]] = {}
+        self._named: dict[str, tuple[str, MemRefType]] = {}
 
     def shared_constant(
         self, owner: object, role: str, hint: str, array: np.ndarray
@@ -215,6 +216,13 @@ class ModelModule:
         self.globals[position] = _constant_global(name, array)
         self._arrays[name] = array
         return name, MemRefType(element_type(array.dtype), list(array.shape or (1,)))
+
+    def named_constant(self, name: str, array: np.ndarray) -> tuple[str, MemRefType]:
+        """`constant`, created once per module under `name` and shared by every kernel that
+        asks for it (a fixed table, e.g. TFLite's `sigmoid_table_uint16`)."""
+        if name not in self._named:
+            self._named[name] = self.constant(name, array)
+        return self._named[name]
 
     def state(self, hint: str, array: np.ndarray) -> tuple[str, MemRefType]:
         """A private mutable `memref.global` marked `usmp.state` with `array` as its initial

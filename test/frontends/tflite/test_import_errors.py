@@ -96,8 +96,8 @@ CASES: dict[str, tuple[Callable[[], bytes], str]] = {
         "unsupported: activation type uint8 (tensor 'x' of operator 0)",
     ),
     "int16 on an operator without 16x8": (
-        lambda: fully_connected(opcode="LOGISTIC", x_type=tflite.TensorType.INT16),
-        "unsupported: operator LOGISTIC on int16 (tensor 'x' of operator 0)",
+        lambda: fully_connected(opcode="REDUCE_MAX", x_type=tflite.TensorType.INT16),
+        "unsupported: operator REDUCE_MAX on int16 (tensor 'x' of operator 0)",
     ),
     "int16 input of a float layer": (
         lambda: fully_connected(x_type=tflite.TensorType.INT16),

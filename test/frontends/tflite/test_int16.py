@@ -13,7 +13,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 import tflite
+from xdsl.dialects import memref
 
+from usmp_dialect.frontends.tflite.importer import import_tflite
+from usmp_dialect.kernels.int16_activation import SIGMOID_TABLE_UINT16
 from usmp_dialect.testing import tflm
 from usmp_dialect.testing.harness import STRICT_FLAGS
 from usmp_dialect.testing.import_errors import assert_refused_in_one_line
@@ -21,7 +24,7 @@ from usmp_dialect.testing.tflite_writer import OperatorSpec, TensorSpec
 from usmp_dialect.validation.host import PREFIX, compile_model
 
 from . import test_data_movement as data_movement
-from .tflm_oracle import ModelSpec, assert_all_match
+from .tflm_oracle import ModelSpec, assert_all_match, merge
 
 pytestmark = [
     pytest.mark.skipif(shutil.which("gcc") is None, reason="gcc is not installed"),
@@ -411,6 +414,81 @@ def test_mean_and_sum_on_int16_match_tflm(tmp_path: Path) -> None:
     assert_all_match(models, tmp_path)
 
 
+# Input scales of int16 LOGISTIC and TANH: TFLM's power-of-two case (2**-12; 2**-11 for tanh
+# only), scales `CheckedLog2` takes for 2**-12 (within 1e-3 in the exponent) and one just
+# beyond, other powers of two and general scales, down to a tiny one (shift 27) and up to
+# near the largest TFLM's multiplier allows (32767 / 12288).
+ACTIVATION_SCALES = {
+    "pot12": 2.0**-12,
+    "pot11": 2.0**-11,
+    "pot15": 2.0**-15,
+    "pot8": 2.0**-8,
+    "near_pot": 2.0 ** (-12 + 0.0008),
+    "beyond_pot": 2.0 ** (-12 + 0.0015),
+    "third": 1 / 3000,
+    "milli": 0.001,
+    "wide": 0.0123,
+    "tiny": 1e-8,
+    "half": 0.5,
+    "large": 2.6,
+}
+
+
+def activation(opcode: str, input_scale: float, shape: tuple[int, ...]) -> ModelSpec:
+    tensors = [int16("x", shape, input_scale), int16("y", shape, 2.0**-15)]
+    return ModelSpec(tensors, [OperatorSpec(opcode, [0], [1])], [0], [1])
+
+
+def test_logistic_and_tanh_on_int16_match_tflm_on_every_input(tmp_path: Path) -> None:
+    """Every one of the 65536 int16 inputs, at each input scale, both operators, bit for bit
+    (built with the sanitizers: the rescaling must not overflow int32)."""
+    every = np.arange(-32768, 32768, dtype=np.int16).reshape(256, 256)
+    parts = {
+        f"{opcode.lower()}_{name}": activation(opcode, scale, every.shape)
+        for opcode in ("LOGISTIC", "TANH")
+        for name, scale in ACTIVATION_SCALES.items()
+    }
+    model = merge(parts)
+    path = tmp_path / "model.tflite"
+    path.write_bytes(model)
+    compiled = compile_model(path, tmp_path, sanitize=True)
+    inputs = [every] * len(parts)
+    ours, _ = compiled.run(inputs)
+    theirs = tflm.run(model, inputs, len(parts))
+    tflm.assert_matches(ours, theirs, [port.name for port in compiled.outputs])
+
+
+def test_int16_activations_share_one_sigmoid_table() -> None:
+    """The LOGISTIC and TANH kernels of a model read one `sigmoid_table_uint16` global."""
+    parts = {
+        f"{op.lower()}{n}": activation(op, 0.001 * n, (4,))
+        for op in ("LOGISTIC", "TANH")
+        for n in (1, 2)
+    }
+    module = import_tflite(merge(parts), "activations.tflite")
+    tables = [
+        op
+        for op in module.walk()
+        if isinstance(op, memref.GlobalOp) and op.sym_name.data.startswith("sigmoid_table")
+    ]
+    assert len(tables) == 1
+    assert bytes(tables[0].initial_value.data.data) == SIGMOID_TABLE_UINT16.tobytes()
+
+
+def test_reduce_max_on_int16_is_refused_as_tflm_refuses_it(tmp_path: Path) -> None:
+    """TFLM's REDUCE_MAX computes int8 and float32 only; a 16x8 model with one is refused in
+    one line. Should TFLM start running it, this test fails: then import it."""
+    spec = data_movement.mean_model(np.int16, (2, 5), [1], False, None, "REDUCE_MAX")
+    path = tmp_path / "model.tflite"
+    path.write_bytes(spec.model())
+    assert_refused_in_one_line(
+        path, "unsupported: operator REDUCE_MAX on int16 (tensors 'x', 'y' of operator 0)"
+    )
+    inputs = [np.arange(10, dtype=np.int16).reshape(2, 5)]
+    with pytest.raises(RuntimeError):
+        tflm.run(spec.model(), inputs, 1)
+
+
 def _with_zero_point(spec: ModelSpec, position: int, zero_point: int) -> ModelSpec:
     spec.tensors[position] = replace(spec.tensors[position], zero_points=[zero_point])
     return spec
@@ -442,14 +520,22 @@ REFUSED = {
         ),
         "int16 softmax needs the output scale 1/32768 and zero point 0",
     ),
-    "logistic": (
+    "logistic output scale": (
         lambda: ModelSpec(
-            [int16("x", (1, 8)), int16("y", (1, 8), 1 / 32768)],
+            [int16("x", (1, 8)), int16("y", (1, 8), 1 / 256)],
             [OperatorSpec("LOGISTIC", [0], [1])],
             [0],
             [1],
         ),
-        "unsupported: operator LOGISTIC on int16 (tensors 'x', 'y' of operator 0)",
+        "LOGISTIC (operator 0): the int16 output must have scale 2**-15 (it has 0.00390625)",
+    ),
+    "tanh input scale": (
+        lambda: activation("TANH", 3.0, (1, 8)),
+        "TANH (operator 0): input scale 3 is outside the range of TFLite's int16 kernel",
+    ),
+    "tanh zero point": (
+        lambda: _with_zero_point(activation("TANH", 2.0**-12, (1, 8)), 0, 5),
+        "TANH (operator 0): the int16 tensor 'x' (index 0) has zero point 5",
     ),
 }
 

@@ -20,7 +20,7 @@ import pytest
 from usmp_dialect.frontends.errors import ModelImportError
 from usmp_dialect.frontends.tflite.importer import import_tflite
 from usmp_dialect.frontends.tflite.reader import read_graph
-from usmp_dialect.kernels.lstm import SIGMOID_TABLE_UINT16
+from usmp_dialect.kernels.int16_activation import SIGMOID_TABLE_UINT16
 from usmp_dialect.testing import tflm
 from usmp_dialect.testing.module_file import load_file
 from usmp_dialect.testing.stateful import STATE_POOL, compile_sequence, tflm_sequence
@@ -59,7 +59,8 @@ def lstm_spec(
     scale 2**cell_power. `extra`: optional inputs to add (peephole, projection, layer norm);
     `omit`: inputs to leave out (CIFG)."""
     rng = np.random.default_rng(seed)
-    quantized = dtype == np.int8
+    quantized = dtype in (np.int8, np.int16)
+    wide = dtype == np.int16  # 16x8: int16 activations (zero point 0), int64 biases
     sequence = (steps, batches) if time_major else (batches, steps)
     tensors: list[TensorSpec] = []
 
@@ -77,6 +78,8 @@ def lstm_spec(
     inputs = [-1] * 24
     input_q = ([0.05], [3]) if quantized else (None, None)
     hidden_q = ([1 / 128], [-4]) if quantized else (None, None)
+    if wide:
+        input_q, hidden_q = ([0.05 / 256], [0]), ([1 / 32768], [0])
     inputs[0] = add(TensorSpec("input", dtype, (*sequence, features), None, *input_q))
     for position in (1, 2, 3, 4, 5, 6, 7, 8, *extra):
         if position in (12, 13, 14, 15):
@@ -85,7 +88,11 @@ def lstm_spec(
         shape = (units, depth) if position <= 8 or position == 16 else (units,)
         inputs[position] = weights(position, shape)
     for position in (12, 13, 14, 15):
-        if quantized:
+        if wide:
+            data = rng.integers(-800_000, 800_000, units).astype(np.int64)
+            scale = [input_q[0][0] * weight_scale]
+            bias = TensorSpec(f"b{position}", np.int64, (units,), data, scale)
+        elif quantized:
             data = rng.integers(-3000, 3000, units).astype(np.int32)
             bias = TensorSpec(f"b{position}", np.int32, (units,), data, [0.05 * weight_scale])
         else:
@@ -140,6 +147,15 @@ INT8_CASES = {
     "one_batch": {"cell_power": -13, "cell_clip": 0.9, "batches": 1, "units": 7, "seed": 3},
 }
 
+# 16x8: the int8 cases' shapes and cell formats with int16 activations over their whole range
+INT16_CASES = {
+    "batch_major": {"weight_scale": 0.1},
+    "time_major_clipped": INT8_CASES["time_major_clipped"],
+    "cell_q15": INT8_CASES["cell_q15"],
+    "cell_q9": {**INT8_CASES["cell_q9"], "weight_scale": 0.05},
+    "one_batch": INT8_CASES["one_batch"],
+}
+
 
 def _model(dtype: type, cases: dict[str, dict]) -> bytes:
     return merge({name: lstm_spec(dtype, **kwargs) for name, kwargs in cases.items()})
@@ -149,6 +165,8 @@ def _inputs(ports: list, rng: np.random.Generator) -> list[np.ndarray]:
     return [
         rng.integers(-128, 128, port.shape).astype(np.int8)
         if port.dtype == np.int8
+        else rng.integers(-32768, 32768, port.shape).astype(np.int16)
+        if port.dtype == np.int16
         else rng.normal(0, 1.5, port.shape).astype(np.float32)
         for port in ports
     ]
@@ -208,6 +226,15 @@ def test_int8_lstm_matches_tflm_bit_for_bit_over_runs_and_reset(tmp_path: Path) 
     _assert_sequence_matches(_model(np.int8, INT8_CASES), tmp_path, expose_state=True)
 
 
+@needs_tflm
+@needs_gcc
+def test_16x8_lstm_matches_tflm_bit_for_bit_over_runs_and_reset(tmp_path: Path) -> None:
+    """int16 activations, int8 weights, int64 biases (`EvalLstm<int16_t, int8_t, int16_t,
+    int64_t>`), under the sanitizers, the state compared after every run."""
+    model = _model(np.int16, INT16_CASES)
+    _assert_sequence_matches(model, tmp_path, sanitize=True, expose_state=True)
+
+
 INPUTS = Path(__file__).parent / "Inputs"
 KERAS = ["float", "int8", "stacked_float", "stacked_int8"]
 
@@ -230,6 +257,19 @@ def test_keras_lstm_memory_within_tflm(kind: str, tmp_path: Path) -> None:
     adds four scratch vectors; the kernel needs none), and the state pool within TFLM's
     variable tensors (each 16-byte aligned in its arena)."""
     path = INPUTS / f"lstm_keras_{kind}.tflite"
+    report = plan(path, tmp_path, workspace_io=True)
+    assert workspace_bytes(report) <= tflm.arena(path).head_bytes
+    state = sum(pool["size_bytes"] for pool in report["pools"] if pool["kind"] == "state")
+    variables = [t for t in read_graph(path.read_bytes(), str(path)).tensors if t.variable]
+    assert 0 < state <= sum(-(-t.size_bytes // 16) * 16 for t in variables)
+
+
+@needs_tflm
+def test_16x8_lstm_memory_within_tflm(tmp_path: Path) -> None:
+    """As for the Keras LSTMs: a 16x8 one's workspace (I/O inside) within TFLM's arena head,
+    its int16 state within TFLM's variable tensors."""
+    path = tmp_path / "lstm16x8.tflite"
+    path.write_bytes(lstm_spec(np.int16, batches=2, steps=6, features=8, units=16).model())
     report = plan(path, tmp_path, workspace_io=True)
     assert workspace_bytes(report) <= tflm.arena(path).head_bytes
     state = sum(pool["size_bytes"] for pool in report["pools"] if pool["kind"] == "state")
@@ -344,9 +384,10 @@ def test_refuses_per_channel_weights_and_non_power_of_two_cell_scale() -> None:
         import_tflite(model, "lstm.tflite")
 
 
-def test_refuses_hybrid_and_int16_lstms() -> None:
-    """int8 weights with float activations (TFLM runs them reading the weights as floats) and
-    int16 activations (16x8, not imported yet) are refused in one line."""
+def test_refuses_hybrid_lstms_and_16x8_ones_outside_the_scheme() -> None:
+    """int8 weights with float activations (TFLM runs them reading the weights as floats) are
+    refused; so are int16 activations with int32 biases (TFLM's 16x8 kernel reads int64) or a
+    zero point (its int16 arithmetic has no offsets)."""
     spec = lstm_spec(np.float32)
     op = spec.operators[0]
     tensors = list(spec.tensors)
@@ -365,5 +406,12 @@ def test_refuses_hybrid_and_int16_lstms() -> None:
     for index in (op.inputs[0], op.outputs[0], op.inputs[HIDDEN]):
         tensors[index] = replace(tensors[index], dtype=np.int16, zero_points=[0])
     model = ModelSpec(tensors, spec.operators, spec.inputs, spec.outputs).model()
-    with pytest.raises(ModelImportError, match="activation type int16"):
+    with pytest.raises(ModelImportError, match="is int32; int64 expected"):
+        import_tflite(model, "lstm.tflite")
+    spec = lstm_spec(np.int16)
+    tensors = list(spec.tensors)
+    source = spec.operators[0].inputs[0]
+    tensors[source] = replace(tensors[source], zero_points=[5])
+    model = ModelSpec(tensors, spec.operators, spec.inputs, spec.outputs).model()
+    with pytest.raises(ModelImportError, match="has zero point 5; 16x8 quantisation needs"):
         import_tflite(model, "lstm.tflite")

@@ -1,7 +1,8 @@
 """Elementwise operators: ADD, SUB, MUL (int8, int16 and float32, NumPy broadcasting, fused
 activations, a constant input read from a global), QUANTIZE (float32 -> int8/int16, and between
-int8 and int16 either way), DEQUANTIZE (int8/int16 -> float32), LOGISTIC and TANH (float32, and
-int8 through a table computed at import with TFLite's integer algorithm).
+int8 and int16 either way), DEQUANTIZE (int8/int16 -> float32), LOGISTIC and TANH (float32, int8
+through a table computed at import with TFLite's integer algorithm, and int16 as TFLite's
+interpolated `sigmoid_table_uint16`, `kernels.int16_activation`).
 
 int16 ADD and SUB are TFLM's general int16 path: the arithmetic of int8 with the inputs shifted
 left by 15 instead of 20 (`CalculateOpDataAdd`: `left_shift = output is int16 ? 15 : 20`)."""
@@ -27,6 +28,7 @@ from usmp_dialect.frontends.tflite.ops.common import (
     quantization,
     require_types,
     supported_fused_activation,
+    symmetric_int16,
 )
 from usmp_dialect.frontends.tflite.ops.fold import fold_constant_arithmetic
 from usmp_dialect.frontends.tflite.reader import Quantization, Tensor
@@ -49,6 +51,7 @@ from usmp_dialect.kernels.elementwise import (
     unary,
 )
 from usmp_dialect.kernels.fixed_point import quantize_multiplier
+from usmp_dialect.kernels.int16_activation import int16_activation
 from usmp_dialect.kernels.module import element_type, memref_of
 
 _OPTIONS = {"ADD": tflite.AddOptions, "SUB": tflite.SubOptions, "MUL": tflite.MulOptions}
@@ -232,15 +235,23 @@ def dequantize(context: OperatorContext) -> None:
 _INT8_OUTPUTS = {"LOGISTIC": (1 / 256, -128), "TANH": (1 / 128, 0)}
 
 
-@operator("LOGISTIC", "TANH")
+@operator("LOGISTIC", "TANH", types=INT16_ACTIVATION_TYPES)
 def activation_function(context: OperatorContext) -> None:
     opcode = context.op.opcode
     source, output = context.tensor(0), context.tensor(0, output=True)
-    dtype = require_types(context, source, output)
+    dtype = require_types(context, source, output, allowed=INT16_ACTIVATION_TYPES)
     if dtype == FLOAT32:
         _unary(context, FloatFunction(opcode.lower()))
         return
     origin, target = _per_tensor(context, source), _per_tensor(context, output)
+    if dtype == INT16:
+        symmetric_int16(context, source, output)
+        kind = "sigmoid" if opcode == "LOGISTIC" else "tanh"
+        try:
+            _unary(context, int16_activation(kind, origin.scale, target.scale))
+        except UnsupportedScale as error:
+            raise context.fail(str(error)) from None
+        return
     scale, zero_point = _INT8_OUTPUTS[opcode]
     if (target.scale, target.zero_point) != (scale, zero_point):
         raise context.fail(

@@ -1,5 +1,6 @@
-"""UNIDIRECTIONAL_SEQUENCE_LSTM, float32 and int8 (int16 cell state), as TensorFlow Lite
-Micro's kernel computes it: the standard LSTM, which is all TFLM runs (its `Prepare` refuses
+"""UNIDIRECTIONAL_SEQUENCE_LSTM, float32, int8 (int16 cell state) and 16x8 (int16 activations
+with zero point 0, int8 weights, int64 biases, int16 cell state), as TensorFlow Lite Micro's
+kernel computes it: the standard LSTM, which is all TFLM runs (its `Prepare` refuses
 CIFG, peephole, projection and layer-norm LSTMs and any cell activation but TANH).
 
 The 24 inputs (TFLite's `lstm_shared.h`): 0 the input; 1-4 the input weights of the input,
@@ -13,12 +14,23 @@ Integer`, `CreateInterGateMulParams`, `CreateLstmCellStateInfo`), derived here i
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import tflite
 
-from usmp_dialect.frontends.tflite.importer import OperatorContext, operator
-from usmp_dialect.frontends.tflite.ops.common import FLOAT32, INT8, quantization
+from usmp_dialect.frontends.tflite.importer import (
+    INT16_ACTIVATION_TYPES,
+    OperatorContext,
+    operator,
+)
+from usmp_dialect.frontends.tflite.ops.common import (
+    FLOAT32,
+    INT8,
+    INT16,
+    quantization,
+    symmetric_int16,
+)
 from usmp_dialect.frontends.tflite.reader import Operator, Tensor
 from usmp_dialect.kernels.fixed_point import float32, quantize_multiplier
 from usmp_dialect.kernels.lstm import (
@@ -32,7 +44,6 @@ from usmp_dialect.kernels.lstm import (
     tanh_of_cell_state,
 )
 
-INT16 = np.dtype(np.int16)
 # Input positions, by gate in `kernels.lstm.GATES` order (forget, input, cell, output).
 INPUT_WEIGHTS = (2, 1, 3, 4)
 RECURRENT_WEIGHTS = (6, 5, 7, 8)
@@ -71,7 +82,7 @@ def supported_lstm(op: Operator) -> str | None:
     return None
 
 
-@operator("UNIDIRECTIONAL_SEQUENCE_LSTM", supports=supported_lstm)
+@operator("UNIDIRECTIONAL_SEQUENCE_LSTM", types=INT16_ACTIVATION_TYPES, supports=supported_lstm)
 def unidirectional_sequence_lstm(context: OperatorContext) -> None:
     problem = supported_lstm(context.op)
     if problem is not None:
@@ -97,18 +108,30 @@ def unidirectional_sequence_lstm(context: OperatorContext) -> None:
         if int(np.prod(state.shape)) != batches * units:
             raise context.fail(f"{state.describe()} holds {batches}x{units} values")
     dtype = source.dtype
-    if dtype not in (INT8, FLOAT32) or hidden.dtype != dtype or output.dtype != dtype:
+    if dtype not in (INT8, INT16, FLOAT32) or hidden.dtype != dtype or output.dtype != dtype:
         raise context.fail(
             f"activations {source.dtype.name}, hidden state {hidden.dtype.name}, output "
-            f"{output.dtype.name}: int8 or float32 throughout expected"
+            f"{output.dtype.name}: int8, int16 or float32 throughout expected"
         )
+    symmetric_int16(context, source, hidden, output)
     input_weights = _weights(context, INPUT_WEIGHTS, (units, features), dtype)
     recurrent_weights = _weights(context, RECURRENT_WEIGHTS, (units, units), dtype)
     biases = np.stack(
         [_constant(context, position, (units,), _bias_type(dtype)) for position in BIASES]
     )
     module = context.module
-    if dtype == INT8:
+    if dtype == INT16:  # 16x8: zero points 0, nothing to fold; int64 biases as they are
+        if cell.dtype != INT16:
+            raise context.fail(f"the 16x8 LSTM's cell state is {cell.dtype.name}; int16 expected")
+        arithmetic = replace(_integer(context, source, hidden, cell, cell_clip), wide=True)
+        symbols = LstmWeights(
+            module.constant(f"{context.name}_input_weights", input_weights),
+            module.constant(f"{context.name}_recurrent_weights", recurrent_weights),
+            module.constant(f"{context.name}_input_bias", biases),
+            None,
+        )
+        lstm(module, context.name, shape, symbols, arithmetic)
+    elif dtype == INT8:
         if cell.dtype != INT16:
             raise context.fail(f"the int8 LSTM's cell state is {cell.dtype.name}; int16 expected")
         source_q, hidden_q = quantization(context, source), quantization(context, hidden)
@@ -156,7 +179,7 @@ def _units(context: OperatorContext) -> int:
 
 
 def _bias_type(dtype: np.dtype) -> np.dtype:
-    return np.dtype(np.int32) if dtype == INT8 else FLOAT32
+    return {INT8: np.dtype(np.int32), INT16: np.dtype(np.int64)}.get(dtype, FLOAT32)
 
 
 def _constant(
@@ -174,8 +197,10 @@ def _constant(
 def _weights(
     context: OperatorContext, positions: tuple[int, ...], shape: tuple[int, int], dtype: np.dtype
 ) -> np.ndarray:
-    """The four gates' weights, stacked [4, *shape]; int8 ones per tensor with zero point 0
-    (TFLM's LSTM reads one multiplier per product and no weight offset)."""
+    """The four gates' weights, stacked [4, *shape]; int8 ones (of int8 and int16 LSTMs) per
+    tensor with zero point 0 (TFLM's LSTM reads one multiplier per product and no weight
+    offset)."""
+    dtype = INT8 if dtype == INT16 else dtype
     arrays = []
     for position in positions:
         if dtype == FLOAT32 and context.tensor(position).dtype == INT8:
