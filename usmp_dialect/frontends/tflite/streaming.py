@@ -16,7 +16,7 @@ from xdsl.dialects import func, memref
 from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, IntegerAttr, MemRefType, StringAttr
 
 from usmp_dialect.analysis.operators import FUSED_ATTRIBUTE
-from usmp_dialect.dialects.usmp import OperatorFacts
+from usmp_dialect.dialects.usmp import TENSOR_ATTRIBUTE, OperatorFacts
 from usmp_dialect.frontends.errors import ModelImportError
 from usmp_dialect.frontends.tflite.importer import OperatorContext, TfliteImporter
 from usmp_dialect.frontends.tflite.macs import operator_macs
@@ -230,6 +230,10 @@ def emit_group(importer: TfliteImporter, stream: StreamGraph, group: Group) -> N
     tensors = [op.inputs[0] for op in ops[1:]]
     for position, type_ in enumerate(scratch):
         alloc = memref.AllocOp([], [], type_)
+        # Named after the tensor whose rows it keeps (the sums: the reduced output's), as every
+        # activation buffer is (`usmp.tensor`, SPEC §14).
+        held = tensors[position] if position < len(tensors) else ops[-1].outputs[0]
+        alloc.attributes[TENSOR_ATTRIBUTE] = StringAttr(graph.tensors[held].name)
         value = importer.main.insert(alloc)
         if position < len(tensors):
             value.name_hint = f"{importer.names(graph.tensors[tensors[position]].name)}_rows"
