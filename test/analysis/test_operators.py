@@ -63,6 +63,11 @@ def small_model() -> bytes:
     return write_model(tensors, operators, [0], [10])
 
 
+# The program as imported, one function per operator, each writing its own output: fused row
+# streaming and in-place operators, on by default, change the small model's live bytes.
+PLAIN = ("--fuse=none", "--in-place=none")
+
+
 def run_usmp_opt(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [USMP_OPT, *args], capture_output=True, text=True, cwd=cwd, check=False, timeout=600
@@ -70,9 +75,9 @@ def run_usmp_opt(*args: str, cwd: Path | None = None) -> subprocess.CompletedPro
 
 
 def plan_report(model: Path, tmp_path: Path) -> dict:
-    """The plan report of `model`, one function per operator (`--fuse=none`)."""
+    """The plan report of `model`, one function per operator writing its own buffers."""
     report = tmp_path / "plan.json"
-    run = run_usmp_opt(str(model), "--fuse=none", "-p", PIPELINE.format(report=report), "-t", "c")
+    run = run_usmp_opt(str(model), *PLAIN, "-p", PIPELINE.format(report=report), "-t", "c")
     assert run.returncode == 0, run.stderr
     return json.loads(report.read_text())
 
@@ -85,7 +90,7 @@ def small(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_imported_functions_carry_operator_facts(small: Path) -> None:
-    run = run_usmp_opt(str(small))
+    run = run_usmp_opt(str(small), *PLAIN)
     assert run.returncode == 0, run.stderr
     text = run.stdout
     # MACs by hand: 8x8x4 outputs x 3x3x3 taps; 8x8x4 x 3x3; ADD none; 10 x 256.
@@ -255,7 +260,7 @@ def test_kws_report(tmp_path: Path) -> None:
 
 
 def test_analyze_prints_the_table(small: Path) -> None:
-    run = run_usmp_opt(str(small), "--analyze")
+    run = run_usmp_opt(str(small), *PLAIN, "--analyze")
     assert run.returncode == 0, run.stderr
     assert run.stderr == ""
     lines = run.stdout.splitlines()
@@ -312,10 +317,10 @@ def test_size_hint_error_names_the_peak_operator_and_tensors(small: Path, tmp_pa
 
 
 def test_analyze_refuses_planning_passes_and_targets(small: Path) -> None:
-    run = run_usmp_opt(str(small), "--analyze", "-p", "usmp-import-memref,usmp")
+    run = run_usmp_opt(str(small), *PLAIN, "--analyze", "-p", "usmp-import-memref,usmp")
     assert run.returncode == 1
     assert "--analyze plans the module itself" in run.stderr
-    run = run_usmp_opt(str(small), "--analyze", "-t", "c")
+    run = run_usmp_opt(str(small), *PLAIN, "--analyze", "-t", "c")
     assert run.returncode == 1
     assert "drop -t" in run.stderr
 
@@ -387,7 +392,7 @@ def test_onnx_nodes_carry_operator_facts(tmp_path: Path) -> None:
 def test_memory_map_names_tensors_and_operators(small: Path, tmp_path: Path) -> None:
     svg = tmp_path / "map.svg"
     pipeline = f'usmp-import-memref,convert-linalg-to-loops,usmp{{svg="{svg}"}}'
-    run = run_usmp_opt(str(small), "-p", pipeline, "-t", "c")
+    run = run_usmp_opt(str(small), *PLAIN, "-p", pipeline, "-t", "c")
     assert run.returncode == 0, run.stderr
     text = svg.read_text()
     for label in ("0 CONV_2D", "1 DEPTHWISE_CONV_2D", "2 ADD", "3 FULLY_CONNECTED"):

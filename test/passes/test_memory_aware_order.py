@@ -43,13 +43,14 @@ def workspace_bytes(model: Path, options: str, tmp_path: Path) -> int:
     return sum(pool["size_bytes"] for pool in pools if pool["kind"] == "workspace")
 
 
-def imported(model: bytes, frontend: str):
-    """The module a frontend imports from `model`, after `usmp-import-memref`."""
+def imported(model: bytes, frontend: str, in_place: str = "all"):
+    """The module a frontend imports from `model`, after `usmp-import-memref` (one function
+    per operator: no fused row streaming)."""
     if frontend == "onnx":
         from usmp_dialect.frontends.onnx import import_onnx as import_model
     else:
         from usmp_dialect.frontends.tflite import import_tflite as import_model
-    module = import_model(model, f"model.{frontend}", ImportOptions(fuse="none"))
+    module = import_model(model, f"model.{frontend}", ImportOptions(fuse="none", in_place=in_place))
     UsmpImportMemrefPass().apply(pipeline_context(), module)
     return module
 
@@ -204,9 +205,11 @@ def test_tflite_branches_reordered_match_tflm(workspace_io: bool, tmp_path: Path
 )
 def test_mlperf_tiny_graph_liveness_agrees_with_the_planner(name: str) -> None:
     """The graph's peak in program order is the planner's memory pressure, and every model is
-    already in its best order (its peak is one operator's own tensors)."""
+    already in its best order (its peak is one operator's own tensors) — the program as the
+    file gives it (in place, the ResNet's residual ADD needs fewer bytes of its own while the
+    peak stays, so the bound no longer shows the order is best)."""
     pytest.importorskip("tflite")
-    module = imported((MLPERF / f"{name}.tflite").read_bytes(), "tflite")
+    module = imported((MLPERF / f"{name}.tflite").read_bytes(), "tflite", in_place="none")
     described = operator_graph(module)
     assert described is not None
     assert not any(operator.barrier for operator in described.graph.operators)

@@ -3,7 +3,9 @@ requantising QUANTIZE, LOGISTIC, TANH) write over an input they read last, and a
 convolution at the peak runs in place (TinyEngine's scheme: one plane of temporary, the output
 over its input's first bytes, stride 1 or 2). Checked against TFLM (int8 byte for byte, float to
 1e-5), once under ASan/UBSan, on the imported IR (which calls share a buffer) and on the planned
-workspace (the peak drops; `in_place="none"` gives the program without them)."""
+workspace (the peak drops; `in_place="none"` gives the program without them). Fused row
+streaming, on by default, would stream this block instead: the tests import with `fuse="none"`
+to see in-place operators alone."""
 
 from __future__ import annotations
 
@@ -27,6 +29,9 @@ needs_gcc = pytest.mark.skipif(shutil.which("gcc") is None, reason="gcc is not i
 needs_tflm = pytest.mark.skipif(not tflm.available(), reason="tflite-micro is not installed")
 
 
+PLAIN_ROWS = ("--fuse=none",)  # one function per operator: in place, not streamed
+
+
 def _roots_of_calls(text: str) -> dict[str, list[str]]:
     """Each operator function `@main` calls, with the buffer (`memref.alloc` or argument)
     behind each of its arguments, through reinterpret casts and views."""
@@ -44,7 +49,7 @@ def _roots_of_calls(text: str) -> dict[str, list[str]]:
 
 
 def _imported(model: bytes, in_place: str = "all") -> str:
-    return str(import_tflite(model, "block.tflite", ImportOptions(in_place=in_place)))
+    return str(import_tflite(model, "block.tflite", ImportOptions(fuse="none", in_place=in_place)))
 
 
 def test_int8_calls_share_buffers() -> None:
@@ -80,8 +85,8 @@ def test_depthwise_in_place_kernel_has_one_plane_of_scratch() -> None:
 @pytest.mark.parametrize("stride", [1, 2])
 def test_peak_drops(stride: int) -> None:
     model = block_model(False, stride)
-    before = usmp_dialect.compile(model, in_place="none").workspace_bytes
-    after = usmp_dialect.compile(model).workspace_bytes
+    before = usmp_dialect.compile(model, fuse="none", in_place="none").workspace_bytes
+    after = usmp_dialect.compile(model, fuse="none").workspace_bytes
     e_bytes = SIZE * SIZE * EXPANDED
     d_bytes = e_bytes // stride**2
     assert before == e_bytes + d_bytes  # e and d live while the depthwise convolution runs
@@ -97,7 +102,9 @@ def test_peak_drops(stride: int) -> None:
 @needs_gcc
 @needs_tflm
 def test_matches_tflm(tmp_path: Path, float32: bool, stride: int, sanitize: bool) -> None:
-    assert_matches(block_model(float32, stride), tmp_path, trials=3, sanitize=sanitize)
+    assert_matches(
+        block_model(float32, stride), tmp_path, trials=3, sanitize=sanitize, options=PLAIN_ROWS
+    )
 
 
 def test_bad_option() -> None:
@@ -108,7 +115,7 @@ def test_bad_option() -> None:
 def test_usmp_opt_option(tmp_path: Path) -> None:
     model = tmp_path / "block.tflite"
     model.write_bytes(block_model(False, 1))
-    command = [*usmp_opt(), str(model)]
+    command = [*usmp_opt(), str(model), "--fuse=none"]
     bad = subprocess.run([*command, "--in-place=some"], capture_output=True, text=True)
     assert bad.returncode == 1 and bad.stdout == ""
     (line,) = bad.stderr.splitlines()

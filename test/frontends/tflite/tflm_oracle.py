@@ -51,14 +51,20 @@ def merge(parts: dict[str, ModelSpec]) -> bytes:
 
 
 def assert_matches(
-    model: bytes, directory: Path, trials: int = 3, seed: int = 0, sanitize: bool = False
+    model: bytes,
+    directory: Path,
+    trials: int = 3,
+    seed: int = 0,
+    sanitize: bool = False,
+    options: Sequence[str] = (),
 ) -> None:
     """Our outputs equal TFLM's on `trials` random inputs: int8 byte for byte, float within
-    1e-5 relative. `sanitize`: our C built with AddressSanitizer and UBSan."""
+    1e-5 relative. `sanitize`: our C built with AddressSanitizer and UBSan; `options`: more
+    `usmp-opt` arguments."""
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / "model.tflite"
     path.write_bytes(model)
-    compiled = compile_model(path, directory, sanitize=sanitize)
+    compiled = compile_model(path, directory, sanitize=sanitize, options=options)
     interpreter = tflm.interpreter(model)
     rng = np.random.default_rng(seed)
     names = [port.name for port in compiled.outputs]
