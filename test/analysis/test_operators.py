@@ -281,6 +281,7 @@ def test_analyze_prints_the_table(small: Path) -> None:
 def test_analyze_with_a_size_hint_too_small(small: Path) -> None:
     run = run_usmp_opt(
         str(small),
+        *PLAIN,
         "--analyze",
         "--workspace-pools=sram",
         "--workspace-pools-size-hint-bytes=sram:2500",
@@ -295,6 +296,7 @@ def test_size_hint_error_names_the_peak_operator_and_tensors(small: Path, tmp_pa
     output = tmp_path / "out.c"
     run = run_usmp_opt(
         str(small),
+        *PLAIN,
         "-p",
         "usmp-import-memref,convert-linalg-to-loops,usmp",
         "-t",
