@@ -10,31 +10,15 @@ import tflite
 
 from usmp_dialect.frontends.tflite.importer import OperatorContext, operator
 from usmp_dialect.frontends.tflite.ops.common import FLOAT32, INT8, quantization, require_types
+from usmp_dialect.frontends.tflite.ops.elementwise import emit_unary
 from usmp_dialect.kernels import tables
-from usmp_dialect.kernels.elementwise import Lookup, UnaryArithmetic, unary
+from usmp_dialect.kernels.elementwise import Lookup, UnaryArithmetic
 from usmp_dialect.kernels.float_math import FloatMath
-from usmp_dialect.kernels.module import element_type
 
 
 def _apply(context: OperatorContext, arithmetic: UnaryArithmetic) -> None:
     """`arithmetic` on every element of input 0 into output 0 (of the same shape)."""
-    source, output = context.tensor(0), context.tensor(0, output=True)
-    if source.shape != output.shape:
-        raise context.fail(
-            f"the output shape {list(output.shape)} differs from the input's {list(source.shape)}"
-        )
-    size = int(np.prod(source.shape))
-    unary(
-        context.module,
-        context.name,
-        size,
-        element_type(source.dtype),
-        element_type(output.dtype),
-        arithmetic,
-    )
-    context.call(
-        [context.view(context.value(0), (size,))], [context.view(context.result(), (size,))]
-    )
+    emit_unary(context, arithmetic, in_place=False)
 
 
 def _quant(context: OperatorContext, position: int, output: bool = False) -> tables.Quant:

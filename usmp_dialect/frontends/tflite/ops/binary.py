@@ -16,6 +16,7 @@ from usmp_dialect.frontends.tflite.ops.common import (
     quantization,
     require_types,
 )
+from usmp_dialect.frontends.tflite.ops.elementwise import check_broadcast, emit_broadcast
 from usmp_dialect.frontends.tflite.reader import Operator, Tensor
 from usmp_dialect.kernels.binary_math import (
     Extremum,
@@ -26,46 +27,15 @@ from usmp_dialect.kernels.binary_math import (
 from usmp_dialect.kernels.elementwise import (
     BinaryArithmetic,
     FloatBinary,
-    Operand,
-    binary,
-    broadcast_shape,
-    broadcast_shapes,
 )
 from usmp_dialect.kernels.fixed_point import float32, quantize_multiplier
-from usmp_dialect.kernels.module import memref_of
 
 
 def _broadcast(context: OperatorContext, arithmetic: BinaryArithmetic, dtype: np.dtype) -> None:
-    """`output = input1 op input2` with NumPy broadcasting; a constant input is read from a
-    global."""
-    lhs, rhs, output = context.tensor(0), context.tensor(1), context.tensor(0, output=True)
-    expected = broadcast_shape(lhs.shape, rhs.shape)
-    if expected is None:
-        raise context.fail(
-            f"the input shapes {list(lhs.shape)} and {list(rhs.shape)} do not broadcast"
-        )
-    if expected != output.shape:
-        raise context.fail(
-            f"the output shape {list(output.shape)} is not the broadcast {list(expected)} of the "
-            f"inputs {list(lhs.shape)} and {list(rhs.shape)}"
-        )
-    constants = [context.is_constant(position) for position in (0, 1)]
-    if all(constants):
-        raise context.fail("both inputs are constants (a converter folds such operators)")
-    shapes = broadcast_shapes(lhs.shape, rhs.shape)
-    operands, values = [], []
-    for position, shape in enumerate(shapes.inputs):
-        type_ = memref_of(shape, dtype)
-        if constants[position]:
-            array = np.ascontiguousarray(context.constant(position)).reshape(shape)
-            name, type_ = context.module.constant(f"{context.name}_input{position + 1}", array)
-            operands.append(Operand(type_, name))
-        else:
-            operands.append(Operand(type_))
-            values.append(context.view(context.value(position), shape))
-    output_type = memref_of(shapes.output, dtype)
-    binary(context.module, context.name, (operands[0], operands[1]), output_type, arithmetic)
-    context.call(values, [context.view(context.result(), shapes.output)])
+    """`output = input1 op input2` with NumPy broadcasting, as ADD's (its output not written
+    over an input)."""
+    check_broadcast(context)
+    emit_broadcast(context, arithmetic, dtype, in_place=False)
 
 
 def _scale(context: OperatorContext, tensor: Tensor) -> tuple[float, int]:

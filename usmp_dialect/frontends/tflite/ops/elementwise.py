@@ -134,6 +134,22 @@ def binary_arithmetic(context: OperatorContext) -> None:
     activation = fused_activation(context, options.FusedActivationFunction() if options else 0)
     lhs, rhs, output = context.tensor(0), context.tensor(1), context.tensor(0, output=True)
     dtype = require_types(context, lhs, rhs, output, allowed=INT16_ACTIVATION_TYPES)
+    check_broadcast(context)
+    if dtype in (INT8, INT16):
+        arithmetic: BinaryArithmetic = (
+            _quantized_mul(context, activation)
+            if opcode == "MUL"
+            else _quantized_add(context, activation, subtract=opcode == "SUB")
+        )
+    else:
+        arithmetic = FloatBinary(opcode.lower(), float_activation(activation))
+    emit_broadcast(context, arithmetic, dtype, in_place=True)
+
+
+def check_broadcast(context: OperatorContext) -> None:
+    """Checks a two-input operator with NumPy broadcasting: its inputs broadcast to its
+    output's shape, and not both are constants."""
+    lhs, rhs, output = context.tensor(0), context.tensor(1), context.tensor(0, output=True)
     expected = broadcast_shape(lhs.shape, rhs.shape)
     if expected is None:
         raise context.fail(
@@ -144,22 +160,22 @@ def binary_arithmetic(context: OperatorContext) -> None:
             f"the output shape {list(output.shape)} is not the broadcast {list(expected)} of the "
             f"inputs {list(lhs.shape)} and {list(rhs.shape)}"
         )
-    constants = [context.is_constant(position) for position in (0, 1)]
-    if all(constants):
+    if all(context.is_constant(position) for position in (0, 1)):
         raise context.fail("both inputs are constants (a converter folds such operators)")
-    if dtype in (INT8, INT16):
-        arithmetic: BinaryArithmetic = (
-            _quantized_mul(context, activation)
-            if opcode == "MUL"
-            else _quantized_add(context, activation, subtract=opcode == "SUB")
-        )
-    else:
-        arithmetic = FloatBinary(opcode.lower(), float_activation(activation))
+
+
+def emit_broadcast(
+    context: OperatorContext, arithmetic: BinaryArithmetic, dtype: np.dtype, in_place: bool
+) -> None:
+    """`output = input1 op input2` of a checked (`check_broadcast`) operator, a constant input
+    read from a global; `in_place`: the output over an input of its shape whose last reader
+    this is (`OperatorContext.result_over`)."""
+    lhs, rhs, output = context.tensor(0), context.tensor(1), context.tensor(0, output=True)
     shapes = broadcast_shapes(lhs.shape, rhs.shape)
     operands, values = [], []
     for position, shape in enumerate(shapes.inputs):
         type_ = memref_of(shape, dtype)
-        if constants[position]:
+        if context.is_constant(position):
             array = np.ascontiguousarray(context.constant(position)).reshape(shape)
             name, type_ = context.module.constant(f"{context.name}_input{position + 1}", array)
             operands.append(Operand(type_, name))
@@ -168,12 +184,17 @@ def binary_arithmetic(context: OperatorContext) -> None:
             values.append(context.view(context.value(position), shape))
     output_type = memref_of(shapes.output, dtype)
     binary(context.module, context.name, (operands[0], operands[1]), output_type, arithmetic)
-    # In place over an input of the output's shape whose last reader this is.
-    target = context.result_over(*(p for p, t in enumerate((lhs, rhs)) if t.shape == output.shape))
+    if in_place:
+        same_shape = (p for p, t in enumerate((lhs, rhs)) if t.shape == output.shape)
+        target = context.result_over(*same_shape)
+    else:
+        target = context.result()
     context.call(values, [context.view(target, shapes.output)])
 
 
-def _unary(context: OperatorContext, arithmetic: UnaryArithmetic) -> None:
+def emit_unary(context: OperatorContext, arithmetic: UnaryArithmetic, in_place: bool) -> None:
+    """`arithmetic` on every element of input 0 into output 0 (of the same shape); `in_place`:
+    over the input where it is read last here (`OperatorContext.result_over`)."""
     source, output = context.tensor(0), context.tensor(0, output=True)
     if source.shape != output.shape:
         raise context.fail(
@@ -188,10 +209,9 @@ def _unary(context: OperatorContext, arithmetic: UnaryArithmetic) -> None:
         element_type(output.dtype),
         arithmetic,
     )
-    context.call(
-        [context.view(context.value(0), (size,))],
-        [context.view(context.result_over(0), (size,))],
-    )
+    source_view = context.view(context.value(0), (size,))
+    target = context.result_over(0) if in_place else context.result()
+    context.call([source_view], [context.view(target, (size,))])
 
 
 def _type_error(context: OperatorContext, source: Tensor, output: Tensor, supported: str) -> None:
@@ -207,11 +227,13 @@ def quantize(context: OperatorContext) -> None:
         _type_error(context, source, output, "float32, int8 or int16 -> int8 or int16")
     target = _per_tensor(context, output)
     if source.dtype == FLOAT32:
-        _unary(context, Quantize(target.scale, target.zero_point))
+        emit_unary(context, Quantize(target.scale, target.zero_point), in_place=True)
         return
     origin = _per_tensor(context, source)
     multiplier, shift = quantize_multiplier(origin.scale / target.scale)
-    _unary(context, Requantize(origin.zero_point, multiplier, shift, target.zero_point))
+    emit_unary(
+        context, Requantize(origin.zero_point, multiplier, shift, target.zero_point), in_place=True
+    )
 
 
 @operator("DEQUANTIZE", types=INT16_ACTIVATION_TYPES)
@@ -228,7 +250,7 @@ def dequantize(context: OperatorContext) -> None:
         context.fold(0, dequantized(context, source, context.constant(0)))
         return
     origin = _per_tensor(context, source)
-    _unary(context, Dequantize(origin.scale, origin.zero_point))
+    emit_unary(context, Dequantize(origin.scale, origin.zero_point), in_place=True)
 
 
 # int8 output quantisation TFLite requires of LOGISTIC and TANH: (scale, zero point)
@@ -241,14 +263,14 @@ def activation_function(context: OperatorContext) -> None:
     source, output = context.tensor(0), context.tensor(0, output=True)
     dtype = require_types(context, source, output, allowed=INT16_ACTIVATION_TYPES)
     if dtype == FLOAT32:
-        _unary(context, FloatFunction(opcode.lower()))
+        emit_unary(context, FloatFunction(opcode.lower()), in_place=True)
         return
     origin, target = _per_tensor(context, source), _per_tensor(context, output)
     if dtype == INT16:
         symmetric_int16(context, source, output)
         kind = "sigmoid" if opcode == "LOGISTIC" else "tanh"
         try:
-            _unary(context, int16_activation(kind, origin.scale, target.scale))
+            emit_unary(context, int16_activation(kind, origin.scale, target.scale), in_place=True)
         except UnsupportedScale as error:
             raise context.fail(str(error)) from None
         return
@@ -262,4 +284,4 @@ def activation_function(context: OperatorContext) -> None:
         table = int8_table(opcode.lower(), origin.scale, origin.zero_point)
     except UnsupportedScale as error:
         raise context.fail(str(error)) from None
-    _unary(context, Lookup(table))
+    emit_unary(context, Lookup(table), in_place=True)
