@@ -7,8 +7,9 @@ int8 with the input zero point folded into the bias (`QuantizedConv.folded_bias`
 folded bias: each input element is loaded once for all of them, the block of dot products the C
 backend prints with `SMLAD` on `SXTB16`-widened words on a DSP core (`loops.int8_dot_product`:
 the input word widened once for the four rows). The depth runs in a multiple of 4 first (the DSP
-variant's step), the rest after it; units beyond a multiple of `ROW_BLOCK` one at a time. Integer
-sums do not depend on the order, so every output is TFLite's."""
+variant's step), the rest after it. Units beyond a multiple of `ROW_BLOCK` go two at a time
+(one pass over the input for both rows of the remainder, in their row order), a last odd one
+alone. Integer sums do not depend on the order, so every output is TFLite's."""
 
 from __future__ import annotations
 
@@ -42,6 +43,10 @@ ROW_BLOCK = 4
 """Output units an int8 fully connected layer computes per pass over the input: four
 accumulators, the input word and its two widened halves and one weight word's halves stay in
 registers (13 on a Cortex-M), and each input word is loaded and widened once for four rows."""
+
+PAIR = 2
+"""Units of the remainder computed per pass over the input (a 2-unit layer such as vww's
+last one: the input word loaded and widened once for both rows)."""
 
 DEPTH_STEP = 4
 """Input elements per step of the DSP variant (one 32-bit word)."""
@@ -159,7 +164,8 @@ def _blocked_int8(
     requantize: RequantizeEmitter,
 ) -> None:
     """int8, input offset in the (folded) bias: `acc += x * w`, `ROW_BLOCK` units per pass
-    over `PackedWeights.blocks`, the remaining units one at a time."""
+    over `PackedWeights.blocks`, the remaining units `PAIR` at a time from `PackedWeights.rows`,
+    a last odd one alone."""
     batches = target.type.get_shape()[0]  # type: ignore[union-attr]
     element = target.type.element_type  # type: ignore[union-attr]
     assert isinstance(element, IntegerType)
@@ -215,35 +221,43 @@ def _blocked_int8(
             totals = kernel.loop(blocked_depth, depth, over_columns, totals)
         finish_units(batch, units_, totals)
 
-    def single(batch: Value, unit: Value) -> None:
+    def remainder(batch: Value, first_unit: Value, count: int) -> None:
+        """`count` (1 or `PAIR`) units from `first_unit` in one pass over the input."""
         assert rows is not None
-        row = kernel.sub(unit, blocked_units)
+        first_row = kernel.sub(first_unit, blocked_units)
+        units_ = [kernel.add(first_unit, k) for k in range(count)]
+        rows_ = [kernel.add(first_row, k) for k in range(count)]
 
         def over_depth(d: Value, acc: Sequence[Value]) -> list[Value]:
             x = kernel.cast(kernel.load(source, [batch, d]), i32)
-            w = kernel.cast(kernel.load(rows, [row, d]), i32)
-            return [kernel.add(acc[0], kernel.mul(w, x))]
+            return [
+                kernel.add(partial, kernel.mul(kernel.cast(kernel.load(rows, [r, d]), i32), x))
+                for r, partial in zip(rows_, acc, strict=True)
+            ]
 
-        totals: Sequence[Value] = [kernel.load(folded, [unit])]
+        totals: Sequence[Value] = [kernel.load(folded, [u]) for u in units_]
         if blocked_depth:
             totals = kernel.loop(0, blocked_depth, over_depth, totals)
         if blocked_depth < depth:
             totals = kernel.loop(blocked_depth, depth, over_depth, totals)
-        finish_units(batch, [unit], totals)
+        finish_units(batch, units_, totals)
 
     def per_batch(batch: Value, _: Sequence[Value]) -> list[Value]:
         def each_block(block_index: Value, _: Sequence[Value]) -> list[Value]:
             block(batch, block_index)
             return []
 
-        def each_single(unit: Value, _: Sequence[Value]) -> list[Value]:
-            single(batch, unit)
+        def each_pair(pair: Value, _: Sequence[Value]) -> list[Value]:
+            remainder(batch, kernel.add(kernel.mul(pair, PAIR), blocked_units), PAIR)
             return []
 
         if blocked_units:
             kernel.loop(0, blocked_units // ROW_BLOCK, each_block)
-        if blocked_units < units:
-            kernel.loop(blocked_units, units, each_single)
+        pairs = (units - blocked_units) // PAIR
+        if pairs:
+            kernel.loop(0, pairs, each_pair)
+        if blocked_units + pairs * PAIR < units:
+            remainder(batch, kernel.as_index(units - 1), 1)
         return []
 
     kernel.loop(0, batches, per_batch)

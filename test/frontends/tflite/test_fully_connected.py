@@ -1,8 +1,9 @@
 """FULLY_CONNECTED variants the MLPerf Tiny models do not all cover, against TFLM (int8 byte
 for byte, float to 1e-5), through `usmp-opt` and gcc: unit and depth counts that leave
-remainders beside the 4-row blocks and 4-byte words of the blocked int8 kernel, batches > 1,
-every fused activation, and output scales whose requantisation takes each of its forms (a right
-shift of 0, 1 and >= 2, a left shift, the zero point folded into the rounding constant)."""
+remainders beside the 4-row blocks and 4-byte words of the blocked int8 kernel (pairs of rows,
+a last odd row), batches > 1, every fused activation, and output scales whose requantisation
+takes each of its forms (a right shift of 0, 1 and >= 2, a left shift, the zero point folded
+into the rounding constant)."""
 
 from __future__ import annotations
 
@@ -83,6 +84,10 @@ SPECS = [
     Dense(units=16, depth=64),  # 4-row blocks only
     Dense(units=13, depth=10, batches=3, activation=RELU),  # remainder rows and columns
     Dense(units=3, depth=3, batches=2),  # nothing blocked
+    Dense(units=2, depth=24),  # one pair of rows, no 4-row block
+    Dense(units=3, depth=21, batches=2),  # a pair and a last row, remainder columns
+    Dense(units=14, depth=33, activation=RELU6),  # 4-row blocks, then a pair
+    Dense(units=7, depth=8),  # a 4-row block, a pair and a last row
     Dense(units=9, depth=40, multiplier=0.7, output_zero_point=-128),  # right shift 0
     Dense(units=8, depth=36, multiplier=0.3, activation=RELU6),  # right shift 1
     Dense(units=12, depth=20, multiplier=2.5, output_zero_point=-20),  # left shift
