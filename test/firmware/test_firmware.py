@@ -8,9 +8,11 @@ import json
 from functools import cache
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from usmp_dialect.testing import firmware
+from usmp_dialect.testing.tflite_writer import OperatorSpec, TensorSpec, write_model
 
 pytestmark = pytest.mark.skipif(
     firmware.toolchain_missing() is not None, reason=firmware.toolchain_missing() or ""
@@ -97,6 +99,58 @@ def test_model_object_sizes_are_reported(tmp_path: Path) -> None:
     assert sizes[".bss"] >= pools["workspace"]["size_bytes"] > 0
     assert sizes[".data"] == 0
     assert sizes[".text"] > 0
+
+
+def _narrow_layers_model() -> bytes:
+    """A global int8 average pool of 256 taps (the most `SXTAB16` halves hold) over 14
+    channels (three blocks of four, two alone) beside a 3-unit fully connected layer (a pair
+    of rows and a last one)."""
+    rng = np.random.default_rng(23)
+    quant = {"scales": [0.05], "zero_points": [-3]}
+    tensors = [
+        TensorSpec("x", np.int8, (1, 16, 16, 14), **quant),  # type: ignore[arg-type]
+        TensorSpec("pooled", np.int8, (1, 1, 1, 14), **quant),  # type: ignore[arg-type]
+        TensorSpec("z", np.int8, (1, 37), scales=[0.05], zero_points=[5]),
+        TensorSpec(
+            "w",
+            np.int8,
+            (3, 37),
+            data=rng.integers(-127, 128, size=(3, 37), dtype=np.int8),
+            scales=[0.01],
+            zero_points=[0],
+        ),
+        TensorSpec(
+            "b",
+            np.int32,
+            (3,),
+            data=rng.integers(-3000, 3000, size=3, dtype=np.int32),
+            scales=[0.0005],
+        ),
+        TensorSpec("y", np.int8, (1, 3), scales=[0.04], zero_points=[2]),
+    ]
+    pool = {
+        "Padding": 1,  # VALID
+        "StrideH": 1,
+        "StrideW": 1,
+        "FilterHeight": 16,
+        "FilterWidth": 16,
+        "FusedActivationFunction": 0,
+    }
+    operators = [
+        OperatorSpec("AVERAGE_POOL_2D", [0], [1], "Pool2DOptions", pool),
+        OperatorSpec("FULLY_CONNECTED", [2, 3, 4], [5], "FullyConnectedOptions", {}),
+    ]
+    return write_model(tensors, operators, [0, 2], [1, 5])
+
+
+def test_narrow_layers_take_their_dsp_variants_like_on_x86(tmp_path: Path) -> None:
+    """The global pool's word sums and the fully connected pair of rows on the M4F (their DSP
+    variants) equal the x86 build (the portable C, which the frontend tests hold to TFLM)."""
+    path = tmp_path / "narrow.tflite"
+    path.write_bytes(_narrow_layers_model())
+    model = firmware.model_from_file(path)
+    assert "__sxtab16(even, word)" in model.source and "__smlad" in model.source
+    _check(firmware.compare(model, tmp_path / "run", firmware.CPUS["m4f"], DATA_SEEDS))
 
 
 _TINY_HEADER = """#include <stdint.h>

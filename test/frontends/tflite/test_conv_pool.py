@@ -174,6 +174,12 @@ for index, pool in enumerate(
         Pool("MAX_POOL_2D", padding=VALID, filter=(2, 2), activation=RELU6),
         Pool("AVERAGE_POOL_2D", float32=True, activation=RELU6),
         Pool("MAX_POOL_2D", float32=True, padding=VALID, stride=3),
+        # global pools (every window the whole input: constant bounds and divisor)
+        Pool("AVERAGE_POOL_2D", padding=VALID, filter=(5, 3), size=(5, 3, 12)),
+        Pool("AVERAGE_POOL_2D", float32=True, padding=VALID, filter=(4, 4), size=(4, 4, 6)),
+        # more border runs than MAX_SEGMENTS: the windows' taps computed at run time
+        Pool("AVERAGE_POOL_2D", filter=(9, 9), stride=1, size=(12, 11, 3), activation=RELU),
+        Pool("MAX_POOL_2D", filter=(9, 9), stride=1, size=(12, 11, 3)),
     ]
 ):
     CASES[f"pool{index}-{pool}"] = pool_model(pool, index)

@@ -527,6 +527,89 @@ def _carried_dot_products(
     return DotProduct(tuple(inputs), tuple(terms), None, tuple(offsets) if any(offsets) else ())
 
 
+LANE_SUM_TRIPS = 256
+"""The most iterations of an int8 lane sum: 256 * -128 still fits an int16 half of `SXTAB16`."""
+
+LANES = 4
+"""Bytes of one 32-bit word: the sums a lane sum loop carries."""
+
+
+@dataclass(frozen=True)
+class LaneSums:
+    """Four int8 sums over one loop of step 1 and at most `LANE_SUM_TRIPS` iterations: carried
+    value `k` plus `sext(m[..., c + k])`, the four loads of one memref equal but in their last
+    index (`c` and `c + k`, computed before the loop), which has stride 1 — four consecutive
+    bytes, one word (a global pool's four channels at one tap). The printer adds a Cortex-M DSP
+    variant: per iteration one word load and two `SXTAB16`s into two words of int16 halves
+    (bytes 0 and 2, bytes 1 and 3), added to the carried values after the loop; the sums fit
+    the halves, so they are the same integers."""
+
+    first: memref.LoadOp
+    """The load of byte 0 (the word's address)."""
+
+
+def _plus_constant(value: SSAValue, base: SSAValue) -> int | None:
+    """`k` when `value` is `base + k` (or `base` itself: 0)."""
+    if value is base:
+        return 0
+    total = value.owner
+    if not isinstance(total, arith.AddiOp) or total.lhs is not base:
+        return None
+    return _constant_int(total.rhs)
+
+
+def int8_lane_sums(
+    loop: scf.ForOp, strides: Callable[[SSAValue], Sequence[int]]
+) -> LaneSums | None:
+    """The four byte sums `loop` is (None when it is anything else)."""
+    trips = static_trip_count(loop)
+    if not trips or trips > LANE_SUM_TRIPS or _constant_int(loop.step) != 1:
+        return None
+    carried = loop.body.block.args[1:]
+    yielded = loop.body.block.last_op
+    if len(carried) != LANES or not isinstance(yielded, scf.YieldOp):
+        return None
+    loads: list[memref.LoadOp] = []
+    members: set[Operation] = {yielded}
+    for argument, result in zip(carried, yielded.operands, strict=True):
+        total = result.owner
+        if not isinstance(total, arith.AddiOp) or total.result.type != IntegerType(32):
+            return None
+        if total.result.uses.get_length() != 1 or argument.uses.get_length() != 1:
+            return None
+        other = total.rhs if total.lhs is argument else total.lhs
+        if argument not in (total.lhs, total.rhs) or other is argument:
+            return None
+        extend = other.owner
+        if not isinstance(extend, arith.ExtSIOp) or extend.result.uses.get_length() != 1:
+            return None
+        load = extend.input.owner
+        if not isinstance(load, memref.LoadOp) or load.res.uses.get_length() != 1:
+            return None
+        if load.res.type != IntegerType(8):
+            return None
+        loads.append(load)
+        members |= {total, extend, load}
+    if any(op not in members for op in loop.body.block.ops):
+        return None  # anything else in the body: not a plain sum
+    first = loads[0]
+    if strides(first.memref)[-1] != 1 or not first.indices:
+        return None
+    base = first.indices[-1]
+    if not _defined_outside(base, loop):
+        return None
+    for k, load in enumerate(loads):
+        if load.memref is not first.memref or len(load.indices) != len(first.indices):
+            return None
+        if any(a is not b for a, b in zip(load.indices[:-1], first.indices[:-1], strict=True)):
+            return None
+        if _plus_constant(load.indices[-1], base) != k:
+            return None
+        if not _defined_outside(load.indices[-1], loop):
+            return None
+    return LaneSums(first)
+
+
 def int8_dot_product(
     loop: scf.ForOp,
     accumulators: set[tuple[SSAValue, IndexKey]],

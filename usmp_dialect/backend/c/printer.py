@@ -1360,6 +1360,12 @@ class CFunctionPrinter(BasePrinter):
                     f"for ({iv_c} {iv_name} = {whole}; {iv_name} < {upper}; {iv_name} += 1) {{"
                 )
             self.print_string("#else\n", indent=0)
+        lanes = None
+        if dot is None:
+            lanes = loops.int8_lane_sums(op, lambda value: self.mem(value).strides)
+        if lanes is not None:
+            self.print_dsp_lane_sums(lanes, carried, iv_c, iv_name, (lower, upper), op)
+            self.print_string("#else\n", indent=0)
         unroll = loops.unroll_factor(op)
         if unroll is not None:
             self.print_string(f"#pragma GCC unroll {unroll}\n", indent=0)
@@ -1368,7 +1374,7 @@ class CFunctionPrinter(BasePrinter):
             self.print_string("#endif\n", indent=0)
         self.print_region_with_targets(op.body, carried)
         self.line("}")
-        if dot is not None and not tail:
+        if (dot is not None and not tail) or lanes is not None:
             self.print_string("#endif\n", indent=0)
         for result, argument, name in zip(op.res, op.body.block.args[1:], carried, strict=True):
             if not result.uses and not argument.uses:
@@ -1441,6 +1447,44 @@ class CFunctionPrinter(BasePrinter):
                             pair_a, pair_b = halves[a][half], halves[b][half]
                             self.line(f"{local} = __smlad({pair_a}, {pair_b}, {local});")
         self.line("}")
+
+    def print_dsp_lane_sums(
+        self,
+        lanes: loops.LaneSums,
+        carried: Sequence[str],
+        iv_c: str,
+        iv_name: str,
+        bounds: tuple[str, str],
+        op: scf.ForOp,
+    ) -> None:
+        """The Cortex-M DSP variant of four int8 sums over consecutive bytes (`#if`; the
+        caller prints the portable loop as its `#else`): per iteration one word loaded and
+        added in two `SXTAB16`s to int16 halves (bytes 0 and 2, bytes 1 and 3), which are
+        then added to the carried values. At most `loops.LANE_SUM_TRIPS` iterations: the
+        halves never wrap, so the sums are the portable loop's."""
+        self.module.uses_arm_dsp = True
+        self.module.uses_arm_sxtab16 = True
+        view = self.mem(lanes.first.memref)
+        even, odd = self.names.fresh("even"), self.names.fresh("odd")
+        word = self.names.fresh("word")
+        lower, upper = bounds
+        self.print_string("#if defined(__ARM_FEATURE_DSP)\n", indent=0)
+        self.line(f"int32_t {even} = 0;")
+        self.line(f"int32_t {odd} = 0;")
+        unroll = loops.unroll_factor(op)
+        if unroll is not None:
+            self.print_string(f"#pragma GCC unroll {unroll}\n", indent=0)
+        self.line(f"for ({iv_c} {iv_name} = {lower}; {iv_name} < {upper}; {iv_name} += 1) {{")
+        with self.indented():
+            index = self.element_index(view, lanes.first.indices)
+            self.line(f"int32_t {word};")
+            self.line(f"memcpy(&{word}, {view.name} + {index}, 4);")
+            self.line(f"{even} = __sxtab16({even}, {word});")
+            self.line(f"{odd} = usmp_sxtab16_ror8({odd}, {word});")
+        self.line("}")
+        halves = (f"(int16_t){even}", f"(int16_t){odd}", f"({even} >> 16)", f"({odd} >> 16)")
+        for name, half in zip(carried, halves, strict=True):
+            self.line(f"{name} = (int32_t)((uint32_t){name} + (uint32_t){half});")
 
     def move_out_of_loop(
         self, op: scf.ForOp
