@@ -33,6 +33,11 @@ For each MLPerf Tiny int8 model of `examples/mlperf_tiny` (kws, vww, resnet8, ad
 4. Our C for the same model (`usmp-opt ... -t c`, as `benchmarks/firmware.py` lowers it) runs
    on the same harness in the same run. A second build of each program wraps every layer in
    SysTick reads (`benchmarks/firmware_layers.py`'s probe) for the per-layer table.
+5. Our C is built a third time with `--fuse=none` (probed, its outputs checked against TFLM's
+   too): the default pipeline runs fused groups as one call, so the per-layer and per-kind
+   tables take ours from this build, where every operator is its own call — the table that
+   shows whether some kind of layer is worse than CMSIS-NN's ("worst layer": the largest ratio
+   of one layer of the kind).
 
 Writes `benchmarks/results/cmsis_nn.md` (or `--output`).
 """
@@ -834,6 +839,17 @@ def run_program(
     )
 
 
+def run_layers(
+    model: firmware.FirmwareModel, directory: Path, cpu: firmware.Cpu
+) -> tuple[dict[str, int], list[list[bytes]]]:
+    """Only the probed build of `model` on `cpu`: per layer instructions and the outputs of
+    the first data seed (for the unfused program, whose every operator is its own call)."""
+    probed_model = replace(model, source=instrument(model.source, model.prefix))
+    probed = firmware.build_firmware(probed_model, directory, cpu)
+    output = firmware.run_firmware(probed)
+    return layer_instructions(output), printed_outputs(output, len(model.outputs))
+
+
 def check_outputs(what: str, printed: list[list[bytes]], expected: list[list[bytes]]) -> None:
     """Fails loudly unless `printed` equals TFLM's outputs byte for byte."""
     if len(printed) != len(expected):
@@ -873,6 +889,13 @@ class ModelResult:
     layers: tuple[Layer, ...]
     cmsis: Run
     ours: Run
+    """The default pipeline's program (fused groups are one call each)."""
+    unfused: dict[str, int]
+    """Per layer instructions of our program built with `--fuse=none` (every operator its own
+    call, the same kernels as inside the fused groups)."""
+
+
+UNFUSED_FLAGS = ("--fuse=none",)
 
 
 def measure(
@@ -885,6 +908,7 @@ def measure(
     expected = tflm_outputs(path, graph, program)
     cmsis_model = program.firmware_model(name)
     ours_model = firmware.model_from_file(path)
+    unfused_model = firmware.model_from_file(path, flags=UNFUSED_FLAGS)
     layer_macs = dict(operator_macs(name))
     results: list[ModelResult] = []
     for cpu in cpus:
@@ -895,10 +919,13 @@ def measure(
         check_outputs(f"{name} CMSIS-NN on {cpu.name}", cmsis.outputs, expected)
         ours = run_program(ours_model, directory / name / cpu.name / "ours", cpu)
         check_outputs(f"{name} ours on {cpu.name}", ours.outputs, expected)
+        unfused, unfused_outputs = run_layers(
+            unfused_model, directory / name / cpu.name / "unfused", cpu
+        )
+        check_outputs(f"{name} ours unfused on {cpu.name}", unfused_outputs, expected[:1])
+        macs = sum(layer_macs.values())
         results.append(
-            ModelResult(
-                name, cpu.name, sum(layer_macs.values()), layer_macs, program.layers, cmsis, ours
-            )
+            ModelResult(name, cpu.name, macs, layer_macs, program.layers, cmsis, ours, unfused)
         )
         print(
             f"{name} {cpu.name}: CMSIS-NN {cmsis.instructions:,}, ours {ours.instructions:,} "
@@ -928,17 +955,58 @@ def geometric_mean(values: Sequence[float]) -> float:
     return math.exp(sum(math.log(v) for v in values) / len(values)) if values else float("nan")
 
 
-def kind_rows(result: ModelResult) -> dict[str, tuple[int, int, int]]:
-    """Per layer kind: (MACs, CMSIS-NN instructions, our instructions)."""
-    rows: dict[str, tuple[int, int, int]] = {}
+@dataclass(frozen=True)
+class KindRow:
+    """The layers of one kind in one model: sums of the per-layer figures (ours: the unfused
+    build, where every operator is measured on its own)."""
+
+    layers: int
+    macs: int
+    cmsis: int
+    ours: int
+    worst: float | None
+    """The largest ours / CMSIS-NN of a single layer of the kind (None: no measured layer)."""
+
+
+def kind_rows(result: ModelResult) -> dict[str, KindRow]:
+    """Per layer kind (reshapes, which neither program computes, left out)."""
+    rows: dict[str, KindRow] = {}
     for layer in result.layers:
-        macs, cmsis, ours = rows.get(layer.kind, (0, 0, 0))
-        rows[layer.kind] = (
-            macs + result.layer_macs.get(layer.name, 0),
-            cmsis + result.cmsis.layers.get(layer.name, 0),
-            ours + result.ours.layers.get(layer.name, 0),
+        if layer.kernel == "-":
+            continue
+        cmsis = result.cmsis.layers.get(layer.name, 0)
+        ours = result.unfused.get(layer.name, 0)
+        ratio = ours / cmsis if cmsis and layer.name in result.unfused else None
+        row = rows.get(layer.kind, KindRow(0, 0, 0, 0, None))
+        worst = max((r for r in (row.worst, ratio) if r is not None), default=None)
+        rows[layer.kind] = KindRow(
+            row.layers + 1,
+            row.macs + result.layer_macs.get(layer.name, 0),
+            row.cmsis + cmsis,
+            row.ours + ours,
+            worst,
         )
     return rows
+
+
+def fused_groups(result: ModelResult) -> list[tuple[str, list[Layer]]]:
+    """The default pipeline's fused group calls and the layers each one runs: the layers from
+    the group's first to its last (`fused_<first>__<last>`) without a call of their own."""
+    groups: list[tuple[str, list[Layer]]] = []
+    names = [layer.name for layer in result.layers]
+    for group in sorted(set(result.ours.layers) - set(names)):
+        match = re.fullmatch(r"fused_(.+)__(.+)", group)
+        if match is None or match.group(1) not in names or match.group(2) not in names:
+            groups.append((group, []))
+            continue
+        first, last = names.index(match.group(1)), names.index(match.group(2))
+        members = [
+            layer
+            for layer in result.layers[first : last + 1]
+            if layer.name not in result.ours.layers and layer.kernel != "-"
+        ]
+        groups.append((group, members))
+    return groups
 
 
 KERNEL_NOTES = (
@@ -984,19 +1052,20 @@ def losses_section(results: Sequence[ModelResult]) -> list[str]:
     lines = [
         "## Where our kernels lose, per kind of layer (all models)",
         "",
-        "Instructions summed over the models' layers of each kind (probed builds); the excess is "
-        "ours minus CMSIS-NN, its share the part of the whole excess of the run. The notes "
-        "say what CMSIS-NN's kernel on the DSP cores does for that kind.",
+        "Instructions summed over the models' layers of each kind (probed builds; ours built "
+        "with `--fuse=none`, so that every layer is measured on its own); the excess is ours "
+        "minus CMSIS-NN, its share the part of the whole excess of the run. The notes say what "
+        "CMSIS-NN's kernel on the DSP cores does for that kind.",
         "",
     ]
     for cpu in dict.fromkeys(r.cpu for r in results):
         totals: dict[str, list[int]] = {}
         for r in (r for r in results if r.cpu == cpu):
-            for kind, (macs, cmsis, ours) in kind_rows(r).items():
+            for kind, row_ in kind_rows(r).items():
                 row = totals.setdefault(kind, [0, 0, 0])
-                row[0] += macs
-                row[1] += cmsis
-                row[2] += ours
+                row[0] += row_.macs
+                row[1] += row_.cmsis
+                row[2] += row_.ours
         excess = sum(max(ours - cmsis, 0) for _, cmsis, ours in totals.values())
         lines += [
             f"### {cpu}",
@@ -1017,6 +1086,89 @@ def losses_section(results: Sequence[ModelResult]) -> list[str]:
     lines += ["What CMSIS-NN does there:", ""]
     lines += [f"* {kind.strip()}: {note}" for kind, note in KERNEL_NOTES]
     lines.append("")
+    return lines
+
+
+def per_kind_section(results: Sequence[ModelResult]) -> list[str]:
+    """Per model and kind of layer: the sums and the worst single layer, ours unfused."""
+    lines = [
+        "## Per model, per kind of layer",
+        "",
+        "Sums of the per-layer figures below (probed builds; ours with `--fuse=none`, every "
+        "layer its own call, the kernels the fused groups run too). Pointwise = 1x1 "
+        "convolution, first layer = the convolution reading the model's input; worst layer = "
+        "the largest ours / CMSIS-NN of one layer of the kind. Reshapes (a view in both "
+        "programs) are left out.",
+        "",
+        "| model | cpu | kind | layers | MACs | CMSIS-NN | per MAC | ours | per MAC | "
+        "ours / CMSIS-NN | worst layer | ours - CMSIS-NN |",
+        "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for r in results:
+        for kind, row in sorted(kind_rows(r).items()):
+            worst = "-" if row.worst is None else f"{row.worst:.2f}"
+            lines.append(
+                f"| {r.model} | {r.cpu} | {kind} | {row.layers} | {row.macs:,} | "
+                f"{row.cmsis:,} | {_per_mac(row.cmsis, row.macs)} | {row.ours:,} | "
+                f"{_per_mac(row.ours, row.macs)} | {_ratio(row.ours, row.cmsis)} | {worst} | "
+                f"{row.ours - row.cmsis:+,} |"
+            )
+    for cpu in dict.fromkeys(r.cpu for r in results):
+        rows = [row for r in results if r.cpu == cpu for row in kind_rows(r).values()]
+        worst_kind = max((row.ours / row.cmsis for row in rows if row.cmsis), default=0.0)
+        worst_layer = max((row.worst for row in rows if row.worst is not None), default=0.0)
+        lines.append(
+            f"| all | {cpu} | largest ratio | | | | | | | {worst_kind:.2f} | {worst_layer:.2f} | |"
+        )
+    lines.append("")
+    return lines
+
+
+def per_layer_section(results: Sequence[ModelResult]) -> list[str]:
+    """Every layer of every model: CMSIS-NN, ours unfused, ours in the default pipeline."""
+    lines = [
+        "## Per layer",
+        "",
+        "Each layer call wrapped in SysTick reads (a few dozen instructions each, so the sums "
+        "are a little above the totals). `ours`: the program built with `--fuse=none`; "
+        "`default`: the same layer in the default pipeline's program, `-` where it runs inside "
+        "a fused group (the group rows below, against the sum of CMSIS-NN's calls for its "
+        "layers) or is a view (reshape).",
+        "",
+    ]
+    for r in results:
+        lines += [
+            f"### {r.model} on {r.cpu}",
+            "",
+            "| layer | kind | CMSIS-NN kernel | output | MACs | CMSIS-NN | per MAC | ours | "
+            "per MAC | ours / CMSIS-NN | default |",
+            "| --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        ]
+        for layer in r.layers:
+            macs = r.layer_macs.get(layer.name, 0)
+            cmsis = r.cmsis.layers.get(layer.name)
+            ours = r.unfused.get(layer.name)
+            default = r.ours.layers.get(layer.name)
+            shape = "x".join(map(str, layer.output_shape))
+            lines.append(
+                f"| {layer.name} | {layer.kind} | {layer.kernel} | {shape} | {macs:,} | "
+                f"{'-' if cmsis is None else f'{cmsis:,}'} | "
+                f"{_per_mac(cmsis, macs) if cmsis else '-'} | "
+                f"{'-' if ours is None else f'{ours:,}'} | "
+                f"{_per_mac(ours, macs) if ours else '-'} | "
+                f"{_ratio(ours, cmsis) if ours and cmsis else '-'} | "
+                f"{'-' if default is None else f'{default:,}'} |"
+            )
+        for group, members in fused_groups(r):
+            cmsis = sum(r.cmsis.layers.get(layer.name, 0) for layer in members)
+            macs = sum(r.layer_macs.get(layer.name, 0) for layer in members)
+            ours = r.ours.layers[group]
+            lines.append(
+                f"| {group} (default pipeline, {len(members)} layers) | fused group | | | "
+                f"{macs:,} | {cmsis:,} | {_per_mac(cmsis, macs)} | {ours:,} | "
+                f"{_per_mac(ours, macs)} | {_ratio(ours, cmsis)} | {ours:,} |"
+            )
+        lines.append("")
     return lines
 
 
@@ -1077,57 +1229,8 @@ def markdown(results: Sequence[ModelResult], command: str, cmsis_nn: Path) -> st
             f"{r.ours.ram_bytes:,} | {r.cmsis.stack_bytes:,} | {r.ours.stack_bytes:,} |"
         )
     lines += ["", *losses_section(results)]
-    lines += [
-        "## Per model, per kind of layer",
-        "",
-        "Sums of the per-layer figures below (probed builds). Pointwise = 1x1 convolution, "
-        "first layer = the convolution reading the model's input.",
-        "",
-        "| model | cpu | kind | MACs | CMSIS-NN | per MAC | ours | per MAC | ours / CMSIS-NN "
-        "| ours - CMSIS-NN |",
-        "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
-    ]
-    for r in results:
-        for kind, (macs, cmsis, ours) in sorted(kind_rows(r).items()):
-            lines.append(
-                f"| {r.model} | {r.cpu} | {kind} | {macs:,} | {cmsis:,} | "
-                f"{_per_mac(cmsis, macs)} | {ours:,} | {_per_mac(ours, macs)} | "
-                f"{_ratio(ours, cmsis)} | {ours - cmsis:+,} |"
-            )
-    lines += [
-        "",
-        "## Per layer",
-        "",
-        "Each layer call wrapped in SysTick reads (a few dozen instructions each, so the sums "
-        "are a little above the totals). A `-` for ours: our C has no separate call for the "
-        "operator (a reshape is a view; an operator fused into another).",
-        "",
-    ]
-    for r in results:
-        lines += [
-            f"### {r.model} on {r.cpu}",
-            "",
-            "| layer | kind | CMSIS-NN kernel | output | MACs | CMSIS-NN | per MAC | ours | "
-            "per MAC | ours / CMSIS-NN |",
-            "| --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |",
-        ]
-        for layer in r.layers:
-            macs = r.layer_macs.get(layer.name, 0)
-            cmsis = r.cmsis.layers.get(layer.name)
-            ours = r.ours.layers.get(layer.name)
-            shape = "x".join(map(str, layer.output_shape))
-            lines.append(
-                f"| {layer.name} | {layer.kind} | {layer.kernel} | {shape} | {macs:,} | "
-                f"{'-' if cmsis is None else f'{cmsis:,}'} | "
-                f"{_per_mac(cmsis, macs) if cmsis else '-'} | "
-                f"{'-' if ours is None else f'{ours:,}'} | "
-                f"{_per_mac(ours, macs) if ours else '-'} | "
-                f"{_ratio(ours, cmsis) if ours and cmsis else '-'} |"
-            )
-        extra = sorted(set(r.ours.layers) - {layer.name for layer in r.layers})
-        for name in extra:
-            lines.append(f"| {name} (ours only) | | | | | | | {r.ours.layers[name]:,} | | |")
-        lines.append("")
+    lines += per_kind_section(results)
+    lines += per_layer_section(results)
     return "\n".join(lines)
 
 

@@ -78,3 +78,42 @@ def test_ad01_on_host_cmsis_nn_equals_tflm(tmp_path: Path) -> None:
     printed = script.printed_outputs(output, 1)
     assert len(printed) == len(script.DATA_SEEDS)
     script.check_outputs("ad01 CMSIS-NN (host)", printed, script.tflm_outputs(path, graph, program))
+
+
+def test_per_kind_rows_use_the_unfused_build_and_name_the_worst_layer() -> None:
+    """The per-kind table (the "no worse per layer type" check) sums ours from the unfused
+    build, where every layer has its own call; the fused group rows pair a group with the
+    CMSIS-NN calls of its layers."""
+    script = load_file(SCRIPT)
+    layers = tuple(
+        script.Layer(name, "", kernel, (1,), kind)
+        for name, kernel, kind in (
+            ("conv_2d_0", "arm_convolve_wrapper_s8", "conv 1x1 (pointwise)"),
+            ("conv_2d_1", "arm_convolve_wrapper_s8", "conv 1x1 (pointwise)"),
+            ("average_pool_2d_2", "arm_avgpool_s8", "average pool"),
+            ("reshape_3", "-", "reshape"),
+        )
+    )
+
+    def run(layer_counts: dict[str, int]) -> object:
+        return script.Run(0, 0, 0, 0, 0, layer_counts, [])
+
+    cmsis = run({"conv_2d_0": 100, "conv_2d_1": 200, "average_pool_2d_2": 50})
+    default = run({"fused_conv_2d_0__average_pool_2d_2": 300})
+    unfused = {"conv_2d_0": 90, "conv_2d_1": 210, "average_pool_2d_2": 20}
+    macs = {"conv_2d_0": 10, "conv_2d_1": 20}
+    result = script.ModelResult("m", "m4f", 30, macs, layers, cmsis, default, unfused)
+    rows = script.kind_rows(result)
+    assert set(rows) == {"conv 1x1 (pointwise)", "average pool"}
+    pointwise = rows["conv 1x1 (pointwise)"]
+    assert (pointwise.layers, pointwise.macs, pointwise.cmsis, pointwise.ours) == (2, 30, 300, 300)
+    assert pointwise.worst == pytest.approx(1.05)
+    ((group, members),) = script.fused_groups(result)
+    assert group == "fused_conv_2d_0__average_pool_2d_2"
+    assert [layer.name for layer in members] == ["conv_2d_0", "conv_2d_1", "average_pool_2d_2"]
+    text = "\n".join(script.per_kind_section([result]))
+    assert (
+        "| m | m4f | conv 1x1 (pointwise) | 2 | 30 | 300 | 10.00 | 300 | 10.00 | 1.00 | 1.05 |"
+        in text
+    )
+    assert "| all | m4f | largest ratio | | | | | | | 1.00 | 1.05 | |" in text
