@@ -13,6 +13,7 @@ import math
 
 import numpy as np
 from xdsl.dialects import arith
+from xdsl.dialects import math as math_dialect
 
 from usmp_dialect.kernels.builder import KernelBuilder, Value, i32, i64
 
@@ -326,3 +327,57 @@ def emit_multiply_by_quantized_multiplier(
     )
     result = emit_rounding_divide_by_pot(kernel, high, right)
     return kernel.add(result, zero_point) if zero_point else result
+
+
+def emit_saturating_shift_left(kernel: KernelBuilder, value: Value, exponent: int) -> Value:
+    """gemmlowp's `SaturatingRoundingMultiplyByPOT<exponent>` for `exponent > 0` on i32."""
+    threshold = (1 << (31 - exponent)) - 1
+    shifted = kernel.shl(value, exponent)
+    high = kernel.select(kernel.cmp("sgt", value, threshold), INT32_MAX, shifted)
+    return kernel.select(kernel.cmp("slt", value, -threshold), INT32_MIN, high)
+
+
+def emit_one_over_one_plus_x(kernel: KernelBuilder, a: Value) -> Value:
+    """gemmlowp's `one_over_one_plus_x_for_x_in_0_1` (Q0.31 in and out)."""
+
+    def multiply(x: Value, y: Value | int) -> Value:
+        return emit_saturating_rounding_doubling_high_mul(
+            kernel, x, kernel.constant(y, i32) if isinstance(y, int) else y
+        )
+
+    # RoundingHalfSum(a, One): (a + INT32_MAX + sign) / 2 in 64 bits.
+    total = kernel.add(kernel.cast(a, i64), INT32_MAX)
+    sign = kernel.select(kernel.cmp("sge", total, 0), 1, -1, i64)
+    half_denominator = kernel.cast(kernel.div(kernel.add(total, sign), 2), i32)
+    x = kernel.add(multiply(half_denominator, -1010580540), 1515870810)  # 48/17 - 32/17 d
+    for _ in range(3):
+        one_minus = kernel.sub(kernel.constant(1 << 29, i32), multiply(half_denominator, x))
+        x = kernel.add(x, emit_saturating_shift_left(kernel, multiply(x, one_minus), 2))
+    return emit_saturating_shift_left(kernel, x, 1)
+
+
+def emit_count_leading_zeros(kernel: KernelBuilder, value: Value) -> Value:
+    """TFLite's `CountLeadingZeros(uint32_t)` of an i32: 32 for 0."""
+    return kernel.insert(math_dialect.CountLeadingZerosOp(value))
+
+
+def emit_count_leading_sign_bits(kernel: KernelBuilder, value: Value) -> Value:
+    """TFLite's `CountLeadingSignBits(int32_t)`: the redundant sign bits, 31 for 0 (gcc's
+    `__builtin_clrsb`, which TFLM's gcc build uses): `clz(x ^ (x >> 31)) - 1`."""
+    folded = kernel.insert(arith.XOrIOp(value, kernel.shr(value, 31)))
+    return kernel.sub(emit_count_leading_zeros(kernel, folded), 1)
+
+
+def emit_reciprocal(
+    kernel: KernelBuilder, value: Value, integer_digits: int
+) -> tuple[Value, Value]:
+    """TFLite's `GetReciprocal(x, x_integer_digits, &num_bits_over_unit)` of a non-negative
+    i32: (1 / x normalised to Q0.31, num_bits_over_unit). For x = 0 TFLite shifts a uint32
+    by 32, which x86 and Arm both give as 0 for a 0 operand; so does this (a shift by 32 is
+    poison in `arith`, the zero is selected)."""
+    headroom_plus_one = emit_count_leading_zeros(kernel, value)
+    shifted = kernel.select(
+        kernel.cmp("eq", value, 0), 0, kernel.shl(value, kernel.min(headroom_plus_one, 31)), i32
+    )
+    reciprocal = emit_one_over_one_plus_x(kernel, kernel.sub(shifted, INT32_MIN))
+    return reciprocal, kernel.sub(integer_digits, headroom_plus_one)

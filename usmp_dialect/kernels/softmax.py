@@ -17,12 +17,12 @@ import math as pymath
 
 import numpy as np
 from xdsl.dialects import math
-from xdsl.dialects.builtin import MemRefType, f32, i32, i64
+from xdsl.dialects.builtin import MemRefType, f32, i32
 
-from usmp_dialect.kernels.builder import INDEX, KernelBuilder, Value, finish, function
+from usmp_dialect.kernels.builder import INDEX, Value, finish, function
 from usmp_dialect.kernels.fixed_point import (
-    INT32_MAX,
     INT32_MIN,
+    emit_one_over_one_plus_x,
     emit_rounding_divide_by_pot,
     emit_saturating_rounding_doubling_high_mul,
     exp_on_negative_values,
@@ -72,32 +72,6 @@ def exp_table(multiplier: int, left_shift: int, diff_min: int) -> np.ndarray:
 # -- the kernels ---------------------------------------------------------------------------
 
 
-def _saturating_shift_left_ir(kernel: KernelBuilder, value: Value, exponent: int) -> Value:
-    threshold = (1 << (31 - exponent)) - 1
-    shifted = kernel.shl(value, exponent)
-    high = kernel.select(kernel.cmp("sgt", value, threshold), INT32_MAX, shifted)
-    return kernel.select(kernel.cmp("slt", value, -threshold), INT32_MIN, high)
-
-
-def _one_over_one_plus_x(kernel: KernelBuilder, a: Value) -> Value:
-    """gemmlowp's `one_over_one_plus_x_for_x_in_0_1` (Q0.31 in and out)."""
-
-    def multiply(x: Value, y: Value | int) -> Value:
-        return emit_saturating_rounding_doubling_high_mul(
-            kernel, x, kernel.constant(y, i32) if isinstance(y, int) else y
-        )
-
-    # RoundingHalfSum(a, One): (a + INT32_MAX + sign) / 2 in 64 bits.
-    total = kernel.add(kernel.cast(a, i64), INT32_MAX)
-    sign = kernel.select(kernel.cmp("sge", total, 0), 1, -1, i64)
-    half_denominator = kernel.cast(kernel.div(kernel.add(total, sign), 2), i32)
-    x = kernel.add(multiply(half_denominator, -1010580540), 1515870810)  # 48/17 - 32/17 d
-    for _ in range(3):
-        one_minus = kernel.sub(kernel.constant(1 << 29, i32), multiply(half_denominator, x))
-        x = kernel.add(x, _saturating_shift_left_ir(kernel, multiply(x, one_minus), 2))
-    return _saturating_shift_left_ir(kernel, x, 1)
-
-
 def softmax_int8(
     module: ModelModule,
     name: str,
@@ -135,7 +109,7 @@ def softmax_int8(
         headroom = kernel.insert(math.CountLeadingZerosOp(total))
         bits_over_unit = kernel.sub(ACCUMULATION_INTEGER_BITS, headroom)
         shifted_sum_minus_one = kernel.sub(kernel.shl(total, headroom), INT32_MIN)
-        scale = _one_over_one_plus_x(kernel, shifted_sum_minus_one)
+        scale = emit_one_over_one_plus_x(kernel, shifted_sum_minus_one)
         exponent = kernel.add(bits_over_unit, 31 - 8)
 
         def write(c: Value, _: tuple[Value, ...]) -> list[Value]:
