@@ -296,11 +296,13 @@ def emit_multiply_by_quantized_multiplier(
     zero_point: int = 0,
 ) -> Value:
     """TFLite's `MultiplyByQuantizedMultiplier(int32 x, int32 multiplier, int shift)`
-    (double rounding), plus `zero_point`. Constant `multiplier`/`shift` fold the shift
+    (double rounding), plus `zero_point`; a constant multiplier may be negative (TFLite's
+    kernels allow that for LEAKY_RELU's alpha). Constant `multiplier`/`shift` fold the shift
     decisions at import; a constant right shift takes one 64-bit multiply-accumulate and a
     shift (`emit_rounding_shift_high`), the zero point folded in."""
+    signed = isinstance(multiplier, int) and multiplier < 0  # LEAKY_RELU's negative alpha
     high = rounding_high_word(-shift, zero_point) if isinstance(shift, int) else None
-    if high is not None:
+    if high is not None and not signed:
         assert isinstance(shift, int)
         return kernel.shr(emit_multiply_shift_high(kernel, value, multiplier, high), -shift - 1)
     if isinstance(shift, int):
@@ -312,7 +314,7 @@ def emit_multiply_by_quantized_multiplier(
             kernel.constant(int(multiplier), i32)  # type: ignore[arg-type]
             if isinstance(multiplier, int)
             else multiplier,
-            may_overflow=False,
+            may_overflow=signed,
         )
         result = emit_rounding_divide_by_pot(kernel, high, right)
         return kernel.add(result, zero_point) if zero_point else result
