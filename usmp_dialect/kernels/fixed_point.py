@@ -383,3 +383,64 @@ def emit_reciprocal(
     )
     reciprocal = emit_one_over_one_plus_x(kernel, kernel.sub(shifted, INT32_MIN))
     return reciprocal, kernel.sub(integer_digits, headroom_plus_one)
+
+
+def emit_rounding_half_sum(kernel: KernelBuilder, a: Value, b: Value | int) -> Value:
+    """gemmlowp's `RoundingHalfSum` of i32 values: `(a + b + sign) / 2` in 64 bits."""
+    total = kernel.add(kernel.cast(a, i64), b if isinstance(b, int) else kernel.cast(b, i64))
+    sign = kernel.select(kernel.cmp("sge", total, 0), 1, -1, i64)
+    return kernel.cast(kernel.div(kernel.add(total, sign), 2), i32)
+
+
+def emit_log_x_for_x_at_least_one(
+    kernel: KernelBuilder, value: Value, input_integer_bits: int, output_integer_bits: int
+) -> Value:
+    """TFLite's `log_x_for_x_greater_than_or_equal_to_1_impl<output, input>`: ln(x) of a
+    positive Q(input).(31 - input) value `x >= 1`, as Q(output).(31 - output). The input is
+    normalised twice (by its own leading zeros and by those of `x * sqrt(1/2)`), the smaller
+    mantissa kept, and ln of it is a rational approximation around 2**-1/4 divided by gemmlowp's
+    `one_over_one_plus_x`. Shifts where TFLite saturates and cannot (a positive input shifted by
+    its redundant sign bits; exponents below 2**(31 - accumulator bits)) are plain shifts."""
+    accum_bits = output_integer_bits + 1
+
+    def multiply(x: Value, y: Value | int) -> Value:
+        return emit_saturating_rounding_doubling_high_mul(
+            kernel, x, kernel.constant(y, i32) if isinstance(y, int) else y
+        )
+
+    log_2, sqrt_sqrt_half, sqrt_half = 1488522236, 1805811301, 1518500250
+    alpha_n, alpha_d, alpha_i, alpha_f = 117049297, 127690142, 1057819769, 638450708
+    shifted_quarter = rounding_divide_by_pot(1 << 29, accum_bits)  # Rescale<accum>(1/4)
+
+    headroom_plus_one = emit_count_leading_zeros(kernel, value)
+    normalised = kernel.shl(value, kernel.sub(headroom_plus_one, 1))
+    r_a = emit_saturating_shift_left(kernel, multiply(normalised, sqrt_half), 1)
+    pow_a = kernel.add(
+        kernel.shl(kernel.sub(input_integer_bits, headroom_plus_one), 31 - accum_bits),
+        shifted_quarter,
+    )
+    z_b = multiply(value, sqrt_half)
+    b_headroom = kernel.sub(emit_count_leading_zeros(kernel, z_b), 1)
+    # SaturatingRoundingMultiplyByPOTParam(value, b_headroom): b_headroom may exceed value's
+    # own headroom by one, where it saturates
+    threshold = kernel.sub(kernel.shl(kernel.constant(1, i32), kernel.sub(31, b_headroom)), 1)
+    r_b = kernel.select(
+        kernel.cmp("sgt", value, threshold), INT32_MAX, kernel.shl(value, b_headroom)
+    )
+    pow_b = kernel.sub(
+        kernel.shl(kernel.sub(input_integer_bits, b_headroom), 31 - accum_bits), shifted_quarter
+    )
+    r = kernel.min(r_a, r_b)
+    pow_adjusted = kernel.max(pow_a, pow_b)
+
+    p = emit_rounding_half_sum(kernel, r, sqrt_sqrt_half)
+    q = kernel.sub(r, sqrt_sqrt_half)
+    q = kernel.add(q, q)
+    common_sq = multiply(q, q)
+    num = kernel.add(multiply(q, r), multiply(multiply(q, common_sq), alpha_n))
+    inner = kernel.add(kernel.add(kernel.constant(alpha_i, i32), q), multiply(common_sq, alpha_d))
+    denominator_minus_one = kernel.add(multiply(p, inner), multiply(q, alpha_f))
+    reciprocal = emit_one_over_one_plus_x(kernel, denominator_minus_one)
+    num_scaled = emit_rounding_divide_by_pot(kernel, num, accum_bits)
+    total = kernel.add(multiply(pow_adjusted, log_2), multiply(num_scaled, reciprocal))
+    return emit_saturating_shift_left(kernel, total, accum_bits - output_integer_bits)
