@@ -8,10 +8,14 @@ scaled by the 64-bit `MultiplyByQuantizedMultiplier` (a 16-bit multiplier, one r
 int32 one by the usual double-rounding one; no input or output offset (TFLM's int16 kernels
 have none).
 
-A hybrid CONV_2D or FULLY_CONNECTED whose filter has one scale computes as LiteRT's hybrid
-kernel does (`kernels/hybrid.py`: the input quantised on the fly); the other hybrid layers, and
-every one with `hybrid="dequantize"`, use the weights dequantised at import and float
-arithmetic."""
+Hybrid layers compute as LiteRT's hybrid kernels do (`kernels/hybrid.py`: the input quantised
+on the fly per batch): CONV_2D with one filter scale (symmetric input, not dilated: `EvalHybrid`)
+or with per-channel scales that differ (asymmetric input, dilation too: `EvalHybridPerChannel`),
+DEPTHWISE_CONV_2D with a scale per channel (asymmetric, LiteRT's only hybrid depthwise form),
+FULLY_CONNECTED with one filter scale (symmetric, or asymmetric with
+`asymmetric_quantize_inputs`). The rest (filter zero points other than 0, a dilated per-tensor
+convolution, per-channel scales all equal, a per-channel fully connected layer), and every
+layer with `hybrid="dequantize"`, use the weights dequantised at import and float arithmetic."""
 
 from __future__ import annotations
 
@@ -96,17 +100,37 @@ def _bias_dtype(context: OperatorContext) -> np.dtype | None:
     return bias.dtype if bias is not None else None
 
 
-def _hybrid(context: OperatorContext, dtype: np.dtype, activation: str) -> HybridArithmetic | None:
-    """LiteRT's hybrid arithmetic for a float layer with int8 weights of one scale and zero
-    point 0 (`conv.cc: EvalHybrid`), unless the import dequantises hybrid weights."""
+def _hybrid(
+    context: OperatorContext,
+    dtype: np.dtype,
+    activation: str,
+    depthwise: bool = False,
+    dilated: bool = False,
+    asymmetric: bool = False,
+    per_channel: bool = True,
+) -> HybridArithmetic | None:
+    """LiteRT's hybrid arithmetic for a float layer with int8 weights (zero points 0), unless
+    the import dequantises hybrid weights: per channel where LiteRT's kernel is per channel
+    (`conv.cc: is_hybrid_per_channel`, scales that differ; every depthwise layer), per tensor
+    otherwise (`EvalHybrid`; not dilated). None where the layer stays dequantised (also a
+    per-channel layer when `per_channel` is False)."""
     filters = context.tensor(1)
     if dtype != FLOAT32 or filters.dtype != INT8 or context.options.hybrid != "quantize":
         return None
     quant = quantization(context, filters)
-    if len(quant.scales) != 1 or int(quant.zero_points[0]) != 0:
+    if bool((quant.zero_points != 0).any()):
         return None
     bounds = float_activation(activation)
-    return HybridArithmetic(float(np.float32(quant.scales[0])), bounds.low, bounds.high)
+    scales = quant.scales.astype(np.float32)
+    if depthwise or len(set(scales.tolist())) > 1:
+        axis = 3 if depthwise else 0
+        if not per_channel or len(scales) != filters.shape[axis] or quant.axis != axis:
+            return None
+        symbol = context.module.constant(f"{context.name}_channel_scales", scales)
+        return HybridArithmetic(1.0, bounds.low, bounds.high, True, symbol, depthwise)
+    if len(scales) != 1 or dilated:
+        return None
+    return HybridArithmetic(float(scales[0]), bounds.low, bounds.high, asymmetric)
 
 
 def _weights_and_bias(
@@ -236,9 +260,8 @@ def convolution_kernel(context: OperatorContext) -> tuple[WindowKernel, Window]:
     filter_window = window(
         context, options, source, output, (filters.shape[1], filters.shape[2]), dilation
     )
-    # LiteRT's hybrid convolution ignores dilation; such layers stay dequantised.
-    dilated = dilation != (1, 1)
-    hybrid = None if depthwise or dilated else _hybrid(context, dtype, activation)
+    # LiteRT's per-tensor hybrid convolution ignores dilation; such layers stay dequantised.
+    hybrid = _hybrid(context, dtype, activation, depthwise, dilated=dilation != (1, 1))
     weights, bias = _weights_and_bias(context, dtype, out_channels, hybrid is not None)
     if depthwise and dtype == INT16 and bias is not None and bias.dtype != np.int64:
         # TFLM's 16x8 depthwise kernel reads its bias as int64 whatever the tensor's type
@@ -328,9 +351,8 @@ def fully_connected_layer(context: OperatorContext) -> None:
     batches = input_size // depth
     if int(np.prod(output.shape)) != batches * units:
         raise context.fail(f"output shape {list(output.shape)} for {batches}x{units} results")
-    hybrid = _hybrid(context, dtype, activation)
-    if options is not None and options.AsymmetricQuantizeInputs():
-        hybrid = None  # LiteRT's asymmetric input quantisation: not reproduced yet
+    asymmetric = options is not None and bool(options.AsymmetricQuantizeInputs())
+    hybrid = _hybrid(context, dtype, activation, asymmetric=asymmetric, per_channel=False)
     if hybrid is not None:
         # LiteRT's hybrid fully connected layer is its hybrid 1x1 convolution over a
         # [batches, 1, 1, depth] input: one quantisation per batch, the same output stage.
