@@ -191,6 +191,20 @@ def asymmetric_fully_connected(
     return spec
 
 
+def per_channel_fully_connected(
+    rng: np.random.Generator, batches: int, depth: int, units: int, asymmetric: bool
+) -> ModelSpec:
+    """A hybrid FULLY_CONNECTED with a filter scale per unit."""
+    spec = hybrid_fully_connected(rng, batches, depth, units, RELU6)
+    filters = spec.tensors[1]
+    scales = list(rng.uniform(0.002, 0.03, units))
+    spec.tensors[1] = TensorSpec(
+        "filter", np.int8, filters.shape, filters.data, scales, [0] * units, axis=0
+    )
+    spec.operators[0].fields["AsymmetricQuantizeInputs"] = asymmetric
+    return spec
+
+
 def per_channel_layers() -> bytes:
     rng = np.random.default_rng(21)
     return merge(
@@ -204,23 +218,26 @@ def per_channel_layers() -> bytes:
             "dw_dilated": per_channel_conv(rng, (1, 9, 9, 2), (2, 2), 0, 1, VALID, NONE, 3, 1),
             "fc_asymmetric": asymmetric_fully_connected(rng, 3, 20, 7, NONE),
             "fc_asymmetric_relu": asymmetric_fully_connected(rng, 1, 33, 4, RELU),
+            "fc_channels": per_channel_fully_connected(rng, 2, 24, 5, False),
+            "fc_channels_asymmetric": per_channel_fully_connected(rng, 3, 17, 6, True),
         }
     )
 
 
 def test_per_channel_and_asymmetric_hybrid_layers_equal_litert(tmp_path: Path) -> None:
     """Per-channel hybrid convolutions (plain, strided, 1x1, dilated), depthwise ones (depth
-    multipliers 1 and 2, dilated) and asymmetric fully connected layers, with inputs of
+    multipliers 1 and 2, dilated), asymmetric fully connected layers and per-unit ones
+    (symmetric and asymmetric), with inputs of
     either sign only, mixed, at several magnitudes and all zero (LiteRT's asymmetric
     quantisation picks its zero point from the range), bit for bit under ASan/UBSan."""
     model = per_channel_layers()
     path = tmp_path / "hybrid.tflite"
     path.write_bytes(model)
     compiled = compile_model(path, tmp_path, sanitize=True)
-    # every convolution takes the per-channel hybrid form (its scales a table), none is
+    # every per-channel layer takes the per-channel hybrid form (its scales a table), none is
     # dequantised
     text = str(import_tflite(model, "hybrid.tflite"))
-    assert len(set(re.findall(r"@(\w+_channel_scales)\b", text))) == 7
+    assert len(set(re.findall(r"@(\w+_channel_scales)\b", text))) == 9
     for seed in range(6):
         arrays = inputs_of(compiled.inputs, seed)
         if seed == 4:

@@ -12,10 +12,11 @@ Hybrid layers compute as LiteRT's hybrid kernels do (`kernels/hybrid.py`: the in
 on the fly per batch): CONV_2D with one filter scale (symmetric input, not dilated: `EvalHybrid`)
 or with per-channel scales that differ (asymmetric input, dilation too: `EvalHybridPerChannel`),
 DEPTHWISE_CONV_2D with a scale per channel (asymmetric, LiteRT's only hybrid depthwise form),
-FULLY_CONNECTED with one filter scale (symmetric, or asymmetric with
+FULLY_CONNECTED with one filter scale or one per unit (symmetric, or asymmetric with
 `asymmetric_quantize_inputs`). The rest (filter zero points other than 0, a dilated per-tensor
-convolution, per-channel scales all equal, a per-channel fully connected layer), and every
-layer with `hybrid="dequantize"`, use the weights dequantised at import and float arithmetic."""
+convolution, a convolution whose per-channel scales are all equal, a per-tensor depthwise
+layer, which LiteRT refuses), and every layer with `hybrid="dequantize"`, use the weights
+dequantised at import and float arithmetic."""
 
 from __future__ import annotations
 
@@ -104,16 +105,17 @@ def _hybrid(
     context: OperatorContext,
     dtype: np.dtype,
     activation: str,
-    depthwise: bool = False,
+    kind: str = "conv",
     dilated: bool = False,
     asymmetric: bool = False,
-    per_channel: bool = True,
 ) -> HybridArithmetic | None:
-    """LiteRT's hybrid arithmetic for a float layer with int8 weights (zero points 0), unless
-    the import dequantises hybrid weights: per channel where LiteRT's kernel is per channel
-    (`conv.cc: is_hybrid_per_channel`, scales that differ; every depthwise layer), per tensor
-    otherwise (`EvalHybrid`; not dilated). None where the layer stays dequantised (also a
-    per-channel layer when `per_channel` is False)."""
+    """LiteRT's hybrid arithmetic for a float layer (`kind`: "conv", "depthwise" or
+    "fully_connected") with int8 weights (zero points 0), unless the import dequantises hybrid
+    weights. Per channel where LiteRT's kernel is: a convolution whose scales differ
+    (`conv.cc: is_hybrid_per_channel`, the input asymmetric), every depthwise one (asymmetric),
+    a fully connected layer with a scale per unit (`VerifyPerChannelQuantization`, the input as
+    `asymmetric` says); per tensor otherwise (`EvalHybrid`; a convolution not dilated). None
+    where the layer stays dequantised."""
     filters = context.tensor(1)
     if dtype != FLOAT32 or filters.dtype != INT8 or context.options.hybrid != "quantize":
         return None
@@ -122,12 +124,23 @@ def _hybrid(
         return None
     bounds = float_activation(activation)
     scales = quant.scales.astype(np.float32)
-    if depthwise or len(set(scales.tolist())) > 1:
-        axis = 3 if depthwise else 0
-        if not per_channel or len(scales) != filters.shape[axis] or quant.axis != axis:
+    if kind == "conv":
+        per_channel = len(set(scales.tolist())) > 1
+    else:
+        per_channel = kind == "depthwise" or len(scales) > 1
+    if per_channel:
+        axis = 3 if kind == "depthwise" else 0
+        if len(scales) != filters.shape[axis] or quant.axis != axis:
             return None
         symbol = context.module.constant(f"{context.name}_channel_scales", scales)
-        return HybridArithmetic(1.0, bounds.low, bounds.high, True, symbol, depthwise)
+        return HybridArithmetic(
+            1.0,
+            bounds.low,
+            bounds.high,
+            asymmetric=asymmetric or kind != "fully_connected",
+            channel_scales=symbol,
+            scale_product=kind != "conv",
+        )
     if len(scales) != 1 or dilated:
         return None
     return HybridArithmetic(float(scales[0]), bounds.low, bounds.high, asymmetric)
@@ -261,7 +274,8 @@ def convolution_kernel(context: OperatorContext) -> tuple[WindowKernel, Window]:
         context, options, source, output, (filters.shape[1], filters.shape[2]), dilation
     )
     # LiteRT's per-tensor hybrid convolution ignores dilation; such layers stay dequantised.
-    hybrid = _hybrid(context, dtype, activation, depthwise, dilated=dilation != (1, 1))
+    kind = "depthwise" if depthwise else "conv"
+    hybrid = _hybrid(context, dtype, activation, kind, dilated=dilation != (1, 1))
     weights, bias = _weights_and_bias(context, dtype, out_channels, hybrid is not None)
     if depthwise and dtype == INT16 and bias is not None and bias.dtype != np.int64:
         # TFLM's 16x8 depthwise kernel reads its bias as int64 whatever the tensor's type
@@ -352,7 +366,7 @@ def fully_connected_layer(context: OperatorContext) -> None:
     if int(np.prod(output.shape)) != batches * units:
         raise context.fail(f"output shape {list(output.shape)} for {batches}x{units} results")
     asymmetric = options is not None and bool(options.AsymmetricQuantizeInputs())
-    hybrid = _hybrid(context, dtype, activation, asymmetric=asymmetric, per_channel=False)
+    hybrid = _hybrid(context, dtype, activation, "fully_connected", asymmetric=asymmetric)
     if hybrid is not None:
         # LiteRT's hybrid fully connected layer is its hybrid 1x1 convolution over a
         # [batches, 1, 1, depth] input: one quantisation per batch, the same output stage.
