@@ -132,6 +132,7 @@ def per_channel_conv(
     activation: int,
     dilation: int = 1,
     depth_multiplier: int | None = None,
+    equal_scales: bool = False,
 ) -> ModelSpec:
     """A hybrid CONV_2D (or DEPTHWISE_CONV_2D with `depth_multiplier`) with a filter scale per
     output channel, every one different: LiteRT's `EvalHybridPerChannel`."""
@@ -148,6 +149,8 @@ def per_channel_conv(
     shape = (1, kh, kw, out_channels) if depth_multiplier else (out_channels, kh, kw, channels)
     weights = rng.integers(-127, 128, size=shape, dtype=np.int8)
     scales = list(rng.uniform(0.002, 0.03, out_channels))
+    if equal_scales:  # LiteRT's per-tensor kernel (symmetric input) with that scale
+        scales = [scales[0]] * out_channels
     tensors = [
         TensorSpec("input", np.float32, size),
         TensorSpec(
@@ -213,6 +216,9 @@ def per_channel_layers() -> bytes:
             "conv_valid": per_channel_conv(rng, (1, 6, 5, 4), (2, 3), 8, 1, VALID, NONE),
             "conv_dilated": per_channel_conv(rng, (1, 9, 8, 2), (3, 3), 4, 1, SAME, RELU, 2),
             "conv_1x1": per_channel_conv(rng, (1, 4, 4, 6), (1, 1), 3, 1, VALID, NONE),
+            "conv_equal": per_channel_conv(
+                rng, (1, 5, 6, 3), (3, 3), 4, 2, SAME, NONE, equal_scales=True
+            ),
             "dw_same": per_channel_conv(rng, (2, 7, 6, 4), (3, 3), 0, 1, SAME, NONE, 1, 1),
             "dw_mult_s2": per_channel_conv(rng, (1, 8, 9, 3), (3, 3), 0, 2, SAME, RELU6, 1, 2),
             "dw_dilated": per_channel_conv(rng, (1, 9, 9, 2), (2, 2), 0, 1, VALID, NONE, 3, 1),

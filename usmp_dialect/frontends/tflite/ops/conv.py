@@ -9,14 +9,14 @@ int32 one by the usual double-rounding one; no input or output offset (TFLM's in
 have none).
 
 Hybrid layers compute as LiteRT's hybrid kernels do (`kernels/hybrid.py`: the input quantised
-on the fly per batch): CONV_2D with one filter scale (symmetric input, not dilated: `EvalHybrid`)
-or with per-channel scales that differ (asymmetric input, dilation too: `EvalHybridPerChannel`),
+on the fly per batch): CONV_2D with one filter scale, or per-channel ones all equal (symmetric
+input, not dilated: `EvalHybrid`), or with per-channel scales that differ (asymmetric input,
+dilation too: `EvalHybridPerChannel`),
 DEPTHWISE_CONV_2D with a scale per channel (asymmetric, LiteRT's only hybrid depthwise form),
 FULLY_CONNECTED with one filter scale or one per unit (symmetric, or asymmetric with
 `asymmetric_quantize_inputs`). The rest (filter zero points other than 0, a dilated per-tensor
-convolution, a convolution whose per-channel scales are all equal, a per-tensor depthwise
-layer, which LiteRT refuses), and every layer with `hybrid="dequantize"`, use the weights
-dequantised at import and float arithmetic."""
+convolution, a per-tensor depthwise layer, which LiteRT refuses), and every layer with
+`hybrid="dequantize"`, use the weights dequantised at import and float arithmetic."""
 
 from __future__ import annotations
 
@@ -141,8 +141,9 @@ def _hybrid(
             channel_scales=symbol,
             scale_product=kind != "conv",
         )
-    if len(scales) != 1 or dilated:
+    if dilated:
         return None
+    # one scale, or a scale per channel all equal: LiteRT's per-tensor kernel with that scale
     return HybridArithmetic(float(scales[0]), bounds.low, bounds.high, asymmetric)
 
 
