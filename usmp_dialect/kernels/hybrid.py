@@ -14,8 +14,10 @@ Per-channel filters (`conv.cc: EvalHybridPerChannel`, every hybrid DEPTHWISE_CON
 FULLY_CONNECTED layer with `asymmetric_quantize_inputs` quantise asymmetrically instead
 (`tensor_utils::AsymmetricQuantizeFloats`): the batch's range widened to include 0,
 `scale = (rmax - rmin) / 255` and a zero point nudged into [-128, 127] from whichever end
-rounds with less error, the values `round(zero_point + x * (1 / scale))`, all in float (the
-LiteRT build we compare with computes the scale in float: its double form differs by a step).
+rounds with less error, both in float, the values `round(zero_point + x * (1 / scale))` in
+double (what the LiteRT build we compare with computes: TFLite's portable source has a double
+scale, one float step off for some ranges, and a float quotient, which rounds some values the
+other way).
 Products are `w * (x - zero_point)` (windows leaving the input add nothing, as LiteRT's reference
 kernels skip those taps) and the output is `acc * channel_scale * factor` (CONV_2D) or
 `acc * (channel_scale * factor)` (DEPTHWISE_CONV_2D), in LiteRT's reference kernels' order."""
@@ -26,7 +28,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from xdsl.dialects import memref
-from xdsl.dialects.builtin import MemRefType, f32, i8, i32
+from xdsl.dialects.builtin import MemRefType, f32, f64, i8, i32
 
 from usmp_dialect.kernels.builder import KernelBuilder, Value
 
@@ -124,7 +126,7 @@ def quantize_input(
             kernel.max(kernel.round(zero_point), float(ASYMMETRIC_MIN)), float(ASYMMETRIC_MAX)
         )
         nudged = kernel.select(empty, 0, kernel.cast(bounded, i32))
-        return scale, kernel.div(1.0, scale), nudged
+        return scale, kernel.div(1.0, kernel.cast(scale, f64)), nudged
 
     def per_batch(batch: Value, _: Sequence[Value]) -> list[Value]:
         first = kernel.load(source, [batch] + [0] * len(inner))
@@ -143,12 +145,17 @@ def quantize_input(
             kernel.store(zero_point, zero_points, [batch])
         lowest = ASYMMETRIC_MIN if arithmetic.asymmetric else -SYMMETRIC_SCALE
         highest = ASYMMETRIC_MAX if arithmetic.asymmetric else SYMMETRIC_SCALE
-        shift = kernel.cast(zero_point, f32) if arithmetic.asymmetric else None
+        shift = kernel.cast(zero_point, f64) if arithmetic.asymmetric else None
 
         def quantize(indices: list[Value], _: Sequence[Value]) -> list[Value]:
-            scaled = kernel.mul(kernel.load(source, indices), inverse)
-            if shift is not None:  # `*offset + values[i] * scaling_factor_inv` in float
-                scaled = kernel.add(shift, scaled)
+            value = kernel.load(source, indices)
+            if shift is None:
+                scaled = kernel.mul(value, inverse)
+            else:
+                # `*offset + values[i] * scaling_factor_inv` in double, as the LiteRT build
+                # computes it (in float, 127 + -73.5000014 rounds to 53.5 and then to 54;
+                # LiteRT gives 53)
+                scaled = kernel.add(shift, kernel.mul(kernel.cast(value, f64), inverse))
             value = kernel.clamp(kernel.cast(kernel.round(scaled), i32), lowest, highest)
             kernel.store(kernel.cast(value, i8), quantized, indices)
             return []

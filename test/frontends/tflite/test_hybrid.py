@@ -219,6 +219,9 @@ def per_channel_layers() -> bytes:
             "conv_equal": per_channel_conv(
                 rng, (1, 5, 6, 3), (3, 3), 4, 2, SAME, NONE, equal_scales=True
             ),
+            "conv_equal_dilated": per_channel_conv(
+                rng, (2, 9, 8, 3), (3, 3), 4, 1, SAME, RELU, 2, equal_scales=True
+            ),
             "dw_same": per_channel_conv(rng, (2, 7, 6, 4), (3, 3), 0, 1, SAME, NONE, 1, 1),
             "dw_mult_s2": per_channel_conv(rng, (1, 8, 9, 3), (3, 3), 0, 2, SAME, RELU6, 1, 2),
             "dw_dilated": per_channel_conv(rng, (1, 9, 9, 2), (2, 2), 0, 1, VALID, NONE, 3, 1),
@@ -231,7 +234,8 @@ def per_channel_layers() -> bytes:
 
 
 def test_per_channel_and_asymmetric_hybrid_layers_equal_litert(tmp_path: Path) -> None:
-    """Per-channel hybrid convolutions (plain, strided, 1x1, dilated), depthwise ones (depth
+    """Per-channel hybrid convolutions (plain, strided, 1x1, dilated; equal scales, LiteRT's
+    per-tensor path, dilated too), depthwise ones (depth
     multipliers 1 and 2, dilated), asymmetric fully connected layers and per-unit ones
     (symmetric and asymmetric), with inputs of
     either sign only, mixed, at several magnitudes and all zero (LiteRT's asymmetric

@@ -10,13 +10,13 @@ have none).
 
 Hybrid layers compute as LiteRT's hybrid kernels do (`kernels/hybrid.py`: the input quantised
 on the fly per batch): CONV_2D with one filter scale, or per-channel ones all equal (symmetric
-input, not dilated: `EvalHybrid`), or with per-channel scales that differ (asymmetric input,
-dilation too: `EvalHybridPerChannel`),
+input: `EvalHybrid`), or with per-channel scales that differ (asymmetric input:
+`EvalHybridPerChannel`), dilated or not,
 DEPTHWISE_CONV_2D with a scale per channel (asymmetric, LiteRT's only hybrid depthwise form),
 FULLY_CONNECTED with one filter scale or one per unit (symmetric, or asymmetric with
-`asymmetric_quantize_inputs`). The rest (filter zero points other than 0, a dilated per-tensor
-convolution, a per-tensor depthwise layer, which LiteRT refuses), and every layer with
-`hybrid="dequantize"`, use the weights dequantised at import and float arithmetic."""
+`asymmetric_quantize_inputs`). The rest (filter zero points other than 0, a per-tensor
+depthwise layer, which LiteRT refuses), and every layer with `hybrid="dequantize"`, use the
+weights dequantised at import and float arithmetic."""
 
 from __future__ import annotations
 
@@ -106,7 +106,6 @@ def _hybrid(
     dtype: np.dtype,
     activation: str,
     kind: str = "conv",
-    dilated: bool = False,
     asymmetric: bool = False,
 ) -> HybridArithmetic | None:
     """LiteRT's hybrid arithmetic for a float layer (`kind`: "conv", "depthwise" or
@@ -114,8 +113,8 @@ def _hybrid(
     weights. Per channel where LiteRT's kernel is: a convolution whose scales differ
     (`conv.cc: is_hybrid_per_channel`, the input asymmetric), every depthwise one (asymmetric),
     a fully connected layer with a scale per unit (`VerifyPerChannelQuantization`, the input as
-    `asymmetric` says); per tensor otherwise (`EvalHybrid`; a convolution not dilated). None
-    where the layer stays dequantised."""
+    `asymmetric` says); per tensor otherwise (`EvalHybrid`). None where the layer stays
+    dequantised."""
     filters = context.tensor(1)
     if dtype != FLOAT32 or filters.dtype != INT8 or context.options.hybrid != "quantize":
         return None
@@ -141,8 +140,6 @@ def _hybrid(
             channel_scales=symbol,
             scale_product=kind != "conv",
         )
-    if dilated:
-        return None
     # one scale, or a scale per channel all equal: LiteRT's per-tensor kernel with that scale
     return HybridArithmetic(float(scales[0]), bounds.low, bounds.high, asymmetric)
 
@@ -274,9 +271,7 @@ def convolution_kernel(context: OperatorContext) -> tuple[WindowKernel, Window]:
     filter_window = window(
         context, options, source, output, (filters.shape[1], filters.shape[2]), dilation
     )
-    # LiteRT's per-tensor hybrid convolution ignores dilation; such layers stay dequantised.
-    kind = "depthwise" if depthwise else "conv"
-    hybrid = _hybrid(context, dtype, activation, kind, dilated=dilation != (1, 1))
+    hybrid = _hybrid(context, dtype, activation, "depthwise" if depthwise else "conv")
     weights, bias = _weights_and_bias(context, dtype, out_channels, hybrid is not None)
     if depthwise and dtype == INT16 and bias is not None and bias.dtype != np.int64:
         # TFLM's 16x8 depthwise kernel reads its bias as int64 whatever the tensor's type
