@@ -9,6 +9,15 @@ Lite Micro computes them (broadcasting and constant inputs come from `elementwis
 * PRELU (`reference_ops::BroadcastPrelu4DSlow`): float `x >= 0 ? x : x * alpha`; int8 with two
   multipliers, `input / output` for non-negative inputs and `input * alpha / output` for the
   product of the offset input and alpha.
+* DIV on int8 (`reference_ops::DivElementwise`): the divisor's reciprocal in Q0.31
+  (`GetReciprocal`, gemmlowp's Newton-Raphson `one_over_one_plus_x`), the dividend normalised
+  by its leading sign bits, one doubling high multiply by the reciprocal and the requantisation
+  by `input1 / (input2 * output)` with a shift that depends on both operands. Where that shift
+  reaches 32 or more TFLite shifts an int32 by it (undefined in C; x86 and Arm give different
+  garbage, x86 mostly the saturated output); the quotient is then below half an output step
+  and this kernel gives its rounding, the zero point. A zero divisor is computed as TFLite
+  computes it (its reciprocal of 0 is defined on both machines): the saturated value of the
+  sign opposite to the dividend's, the zero point for 0 / 0.
 """
 
 from __future__ import annotations
@@ -18,7 +27,13 @@ from dataclasses import dataclass
 from xdsl.dialects.builtin import i8, i32
 
 from usmp_dialect.kernels.builder import KernelBuilder, Value, is_float
-from usmp_dialect.kernels.fixed_point import emit_multiply_by_quantized_multiplier
+from usmp_dialect.kernels.fixed_point import (
+    emit_count_leading_sign_bits,
+    emit_multiply_by_quantized_multiplier,
+    emit_reciprocal,
+    emit_rounding_divide_by_pot,
+    emit_saturating_rounding_doubling_high_mul,
+)
 
 
 @dataclass(frozen=True)
@@ -58,14 +73,53 @@ class Prelu:
     output_offset: int = 0
 
 
-BinaryMath = Extremum | FloatSquaredDifference | QuantizedSquaredDifference | Prelu
+@dataclass(frozen=True)
+class QuantizedDiv:
+    """int8 DIV: TFLM's `OpDataDiv` (the multiplier of `input1 / (input2 * output)`)."""
+
+    input_offsets: tuple[int, int]
+    output_multiplier: int
+    output_shift: int
+    output_offset: int
+    activation_min: int
+    activation_max: int
+
+
+BinaryMath = Extremum | FloatSquaredDifference | QuantizedSquaredDifference | Prelu | QuantizedDiv
 
 
 def _to_int8(kernel: KernelBuilder, value: Value) -> Value:
     return kernel.cast(kernel.clamp(value, -128, 127), i8)
 
 
+def _divide(kernel: KernelBuilder, arithmetic: QuantizedDiv, x: Value, y: Value) -> Value:
+    dividend = kernel.add(kernel.cast(x, i32), arithmetic.input_offsets[0])
+    divisor = kernel.add(kernel.cast(y, i32), arithmetic.input_offsets[1])
+    negative = kernel.cmp("slt", divisor, 0)  # the reciprocal must be a positive multiplier
+    dividend = kernel.select(negative, kernel.sub(0, dividend), dividend)
+    divisor = kernel.select(negative, kernel.sub(0, divisor), divisor)
+    reciprocal, reciprocal_shift = emit_reciprocal(kernel, divisor, 31)
+    headroom = emit_count_leading_sign_bits(kernel, dividend)
+    quotient = emit_saturating_rounding_doubling_high_mul(
+        kernel, kernel.shl(dividend, headroom), reciprocal
+    )
+    # RoundingDivideByPOT by -(output_shift - reciprocal_shift - headroom) >= 0 (the import
+    # refuses output shifts that could make it negative)
+    exponent = kernel.sub(kernel.add(headroom, reciprocal_shift), arithmetic.output_shift)
+    scaled = emit_saturating_rounding_doubling_high_mul(
+        kernel, quotient, kernel.constant(arithmetic.output_multiplier, i32), may_overflow=False
+    )
+    rounded = emit_rounding_divide_by_pot(kernel, scaled, kernel.min(exponent, 31))
+    result = kernel.select(kernel.cmp("sgt", exponent, 31), 0, rounded)
+    value = kernel.add(result, arithmetic.output_offset)
+    return kernel.cast(
+        kernel.clamp(value, arithmetic.activation_min, arithmetic.activation_max), i8
+    )
+
+
 def emit_binary_math(kernel: KernelBuilder, arithmetic: BinaryMath, x: Value, y: Value) -> Value:
+    if isinstance(arithmetic, QuantizedDiv):
+        return _divide(kernel, arithmetic, x, y)
     if isinstance(arithmetic, Extremum):
         return kernel.select(kernel.cmp("sgt" if arithmetic.maximum else "slt", x, y), x, y)
     if isinstance(arithmetic, FloatSquaredDifference):

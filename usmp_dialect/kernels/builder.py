@@ -30,6 +30,7 @@ from xdsl.dialects.builtin import (
     StridedLayoutAttr,
     StringAttr,
     f32,
+    f64,
     i1,
     i8,
     i32,
@@ -46,7 +47,7 @@ INDEX = IndexType()
 
 
 def is_float(type_: Attribute) -> bool:
-    return type_ == f32
+    return type_ in (f32, f64)
 
 
 class KernelBuilder:
@@ -67,7 +68,7 @@ class KernelBuilder:
         if isinstance(type_, IndexType):
             attr: Attribute = IntegerAttr(int(value), INDEX)
         elif is_float(type_):
-            attr = FloatAttr(float(value), f32)
+            attr = FloatAttr(float(value), type_)  # type: ignore[arg-type]
         else:
             assert isinstance(type_, IntegerType)
             attr = IntegerAttr(int(value), type_)
@@ -179,10 +180,16 @@ class KernelBuilder:
         return self.min(self.max(value, low), high)
 
     def cast(self, value: Value, type_: Attribute) -> Value:
-        """Converts between integer widths (sign-extending or truncating), index, and f32."""
+        """Converts between integer widths (sign-extending or truncating), index, f32 and
+        f64."""
         source = value.type
         if source == type_:
             return value
+        if is_float(source) and is_float(type_):
+            widen = source == f32
+            return self.insert(
+                arith.ExtFOp(value, type_) if widen else arith.TruncFOp(value, type_)
+            )
         if isinstance(source, IndexType) or isinstance(type_, IndexType):
             return self.insert(arith.IndexCastOp(value, type_))
         if is_float(type_):

@@ -253,8 +253,12 @@ def conv2d(
     hybrid = arithmetic if isinstance(arithmetic, HybridArithmetic) else None
     quantized = isinstance(arithmetic, QuantizedConv) or hybrid is not None
     factors: Value | None = None
+    zero_points: Value | None = None
+    channel_scales: Value | None = None
     if hybrid is not None:
-        source, factors = quantize_input(kernel, source, input_type, hybrid.filter_scale)
+        source, factors, zero_points = quantize_input(kernel, source, input_type, hybrid)
+        if hybrid.channel_scales is not None:
+            channel_scales = kernel.get_global(*hybrid.channel_scales)
     if isinstance(arithmetic, QuantizedConv):
         accumulator_type = arithmetic.accumulator
     else:
@@ -312,7 +316,7 @@ def conv2d(
             return None
         return (dy * stride_h * width + dx * stride_w) * in_channels
 
-    def widened(value: Value, offset: int) -> Value:
+    def widened(value: Value, offset: Value | int) -> Value:
         """An int8 operand as the int32 the product takes (plus its offset), a float as is."""
         if not quantized:
             return value
@@ -338,8 +342,10 @@ def conv2d(
             offsets: bool,
         ) -> Sequence[Value]:
             offset = isinstance(arithmetic, QuantizedConv) and offsets
-            input_offset = arithmetic.input_offset if offset else 0
+            input_offset: Value | int = arithmetic.input_offset if offset else 0
             filter_offset = arithmetic.filter_offset if offset else 0
+            if zero_points is not None:  # hybrid, asymmetric: the batch's zero point
+                input_offset = kernel.sub(0, kernel.load(zero_points, [batch]))
 
             def over_row(ky: Value, acc: Sequence[Value]) -> list[Value]:
                 """The window row `ky` as one run of `(x_end - x_start) * in_channels`
@@ -450,7 +456,9 @@ def conv2d(
             if hybrid is not None:
                 assert factors is not None
                 factor = kernel.load(factors, [batch])
-                result = hybrid_output(kernel, total, factor, channel_bias, out_c, hybrid)
+                result = hybrid_output(
+                    kernel, total, factor, channel_bias, out_c, hybrid, channel_scales
+                )
                 kernel.store(result, target, [batch, position.out_y, position.out_x, out_c])
                 continue
             result = accumulated_output(

@@ -285,6 +285,18 @@ class LeakyRelu:
     alpha: float
 
 
+@dataclass(frozen=True)
+class QuantizedLeakyRelu:
+    """int16 LEAKY_RELU, `reference_ops::QuantizeLeakyRelu`: `x - input_zero_point` scaled by
+    `identity` (multiplier, shift) where it is non-negative, by `alpha` (whose multiplier is
+    negative for a negative alpha) elsewhere. int8 takes a table (`Lookup`) instead."""
+
+    input_zero_point: int
+    identity: tuple[int, int]
+    alpha: tuple[int, int]
+    output_zero_point: int
+
+
 UnaryArithmetic = (
     Quantize
     | Dequantize
@@ -293,6 +305,7 @@ UnaryArithmetic = (
     | FloatFunction
     | FloatClamp
     | LeakyRelu
+    | QuantizedLeakyRelu
     | FloatMath
     | Int16Activation
 )
@@ -354,6 +367,16 @@ def _unary_element(
         clamped = kernel.clamp(kernel.add(value, zero_point), lowest, highest)
         return kernel.cast(clamped, output_element)
 
+    if isinstance(arithmetic, QuantizedLeakyRelu):
+
+        def leaky(x: Value) -> Value:
+            value = kernel.sub(kernel.cast(x, i32), arithmetic.input_zero_point)
+            identity = emit_multiply_by_quantized_multiplier(kernel, value, *arithmetic.identity)
+            scaled = emit_multiply_by_quantized_multiplier(kernel, value, *arithmetic.alpha)
+            chosen = kernel.select(kernel.cmp("sge", value, 0), identity, scaled)
+            return to_integer(chosen, arithmetic.output_zero_point)
+
+        return leaky
     if isinstance(arithmetic, Requantize):
         return lambda x: to_integer(
             emit_multiply_by_quantized_multiplier(

@@ -13,6 +13,7 @@ import math
 
 import numpy as np
 from xdsl.dialects import arith
+from xdsl.dialects import math as math_dialect
 
 from usmp_dialect.kernels.builder import KernelBuilder, Value, i32, i64
 
@@ -295,11 +296,13 @@ def emit_multiply_by_quantized_multiplier(
     zero_point: int = 0,
 ) -> Value:
     """TFLite's `MultiplyByQuantizedMultiplier(int32 x, int32 multiplier, int shift)`
-    (double rounding), plus `zero_point`. Constant `multiplier`/`shift` fold the shift
+    (double rounding), plus `zero_point`; a constant multiplier may be negative (TFLite's
+    kernels allow that for LEAKY_RELU's alpha). Constant `multiplier`/`shift` fold the shift
     decisions at import; a constant right shift takes one 64-bit multiply-accumulate and a
     shift (`emit_rounding_shift_high`), the zero point folded in."""
+    signed = isinstance(multiplier, int) and multiplier < 0  # LEAKY_RELU's negative alpha
     high = rounding_high_word(-shift, zero_point) if isinstance(shift, int) else None
-    if high is not None:
+    if high is not None and not signed:
         assert isinstance(shift, int)
         return kernel.shr(emit_multiply_shift_high(kernel, value, multiplier, high), -shift - 1)
     if isinstance(shift, int):
@@ -311,7 +314,7 @@ def emit_multiply_by_quantized_multiplier(
             kernel.constant(int(multiplier), i32)  # type: ignore[arg-type]
             if isinstance(multiplier, int)
             else multiplier,
-            may_overflow=False,
+            may_overflow=signed,
         )
         result = emit_rounding_divide_by_pot(kernel, high, right)
         return kernel.add(result, zero_point) if zero_point else result
@@ -326,3 +329,118 @@ def emit_multiply_by_quantized_multiplier(
     )
     result = emit_rounding_divide_by_pot(kernel, high, right)
     return kernel.add(result, zero_point) if zero_point else result
+
+
+def emit_saturating_shift_left(kernel: KernelBuilder, value: Value, exponent: int) -> Value:
+    """gemmlowp's `SaturatingRoundingMultiplyByPOT<exponent>` for `exponent > 0` on i32."""
+    threshold = (1 << (31 - exponent)) - 1
+    shifted = kernel.shl(value, exponent)
+    high = kernel.select(kernel.cmp("sgt", value, threshold), INT32_MAX, shifted)
+    return kernel.select(kernel.cmp("slt", value, -threshold), INT32_MIN, high)
+
+
+def emit_one_over_one_plus_x(kernel: KernelBuilder, a: Value) -> Value:
+    """gemmlowp's `one_over_one_plus_x_for_x_in_0_1` (Q0.31 in and out)."""
+
+    def multiply(x: Value, y: Value | int) -> Value:
+        return emit_saturating_rounding_doubling_high_mul(
+            kernel, x, kernel.constant(y, i32) if isinstance(y, int) else y
+        )
+
+    # RoundingHalfSum(a, One): (a + INT32_MAX + sign) / 2 in 64 bits.
+    total = kernel.add(kernel.cast(a, i64), INT32_MAX)
+    sign = kernel.select(kernel.cmp("sge", total, 0), 1, -1, i64)
+    half_denominator = kernel.cast(kernel.div(kernel.add(total, sign), 2), i32)
+    x = kernel.add(multiply(half_denominator, -1010580540), 1515870810)  # 48/17 - 32/17 d
+    for _ in range(3):
+        one_minus = kernel.sub(kernel.constant(1 << 29, i32), multiply(half_denominator, x))
+        x = kernel.add(x, emit_saturating_shift_left(kernel, multiply(x, one_minus), 2))
+    return emit_saturating_shift_left(kernel, x, 1)
+
+
+def emit_count_leading_zeros(kernel: KernelBuilder, value: Value) -> Value:
+    """TFLite's `CountLeadingZeros(uint32_t)` of an i32: 32 for 0."""
+    return kernel.insert(math_dialect.CountLeadingZerosOp(value))
+
+
+def emit_count_leading_sign_bits(kernel: KernelBuilder, value: Value) -> Value:
+    """TFLite's `CountLeadingSignBits(int32_t)`: the redundant sign bits, 31 for 0 (gcc's
+    `__builtin_clrsb`, which TFLM's gcc build uses): `clz(x ^ (x >> 31)) - 1`."""
+    folded = kernel.insert(arith.XOrIOp(value, kernel.shr(value, 31)))
+    return kernel.sub(emit_count_leading_zeros(kernel, folded), 1)
+
+
+def emit_reciprocal(
+    kernel: KernelBuilder, value: Value, integer_digits: int
+) -> tuple[Value, Value]:
+    """TFLite's `GetReciprocal(x, x_integer_digits, &num_bits_over_unit)` of a non-negative
+    i32: (1 / x normalised to Q0.31, num_bits_over_unit). For x = 0 TFLite shifts a uint32
+    by 32, which x86 and Arm both give as 0 for a 0 operand; so does this (a shift by 32 is
+    poison in `arith`, the zero is selected)."""
+    headroom_plus_one = emit_count_leading_zeros(kernel, value)
+    shifted = kernel.select(
+        kernel.cmp("eq", value, 0), 0, kernel.shl(value, kernel.min(headroom_plus_one, 31)), i32
+    )
+    reciprocal = emit_one_over_one_plus_x(kernel, kernel.sub(shifted, INT32_MIN))
+    return reciprocal, kernel.sub(integer_digits, headroom_plus_one)
+
+
+def emit_rounding_half_sum(kernel: KernelBuilder, a: Value, b: Value | int) -> Value:
+    """gemmlowp's `RoundingHalfSum` of i32 values: `(a + b + sign) / 2` in 64 bits."""
+    total = kernel.add(kernel.cast(a, i64), b if isinstance(b, int) else kernel.cast(b, i64))
+    sign = kernel.select(kernel.cmp("sge", total, 0), 1, -1, i64)
+    return kernel.cast(kernel.div(kernel.add(total, sign), 2), i32)
+
+
+def emit_log_x_for_x_at_least_one(
+    kernel: KernelBuilder, value: Value, input_integer_bits: int, output_integer_bits: int
+) -> Value:
+    """TFLite's `log_x_for_x_greater_than_or_equal_to_1_impl<output, input>`: ln(x) of a
+    positive Q(input).(31 - input) value `x >= 1`, as Q(output).(31 - output). The input is
+    normalised twice (by its own leading zeros and by those of `x * sqrt(1/2)`), the smaller
+    mantissa kept, and ln of it is a rational approximation around 2**-1/4 divided by gemmlowp's
+    `one_over_one_plus_x`. Shifts where TFLite saturates and cannot (a positive input shifted by
+    its redundant sign bits; exponents below 2**(31 - accumulator bits)) are plain shifts."""
+    accum_bits = output_integer_bits + 1
+
+    def multiply(x: Value, y: Value | int) -> Value:
+        return emit_saturating_rounding_doubling_high_mul(
+            kernel, x, kernel.constant(y, i32) if isinstance(y, int) else y
+        )
+
+    log_2, sqrt_sqrt_half, sqrt_half = 1488522236, 1805811301, 1518500250
+    alpha_n, alpha_d, alpha_i, alpha_f = 117049297, 127690142, 1057819769, 638450708
+    shifted_quarter = rounding_divide_by_pot(1 << 29, accum_bits)  # Rescale<accum>(1/4)
+
+    headroom_plus_one = emit_count_leading_zeros(kernel, value)
+    normalised = kernel.shl(value, kernel.sub(headroom_plus_one, 1))
+    r_a = emit_saturating_shift_left(kernel, multiply(normalised, sqrt_half), 1)
+    pow_a = kernel.add(
+        kernel.shl(kernel.sub(input_integer_bits, headroom_plus_one), 31 - accum_bits),
+        shifted_quarter,
+    )
+    z_b = multiply(value, sqrt_half)
+    b_headroom = kernel.sub(emit_count_leading_zeros(kernel, z_b), 1)
+    # SaturatingRoundingMultiplyByPOTParam(value, b_headroom): b_headroom may exceed value's
+    # own headroom by one, where it saturates
+    threshold = kernel.sub(kernel.shl(kernel.constant(1, i32), kernel.sub(31, b_headroom)), 1)
+    r_b = kernel.select(
+        kernel.cmp("sgt", value, threshold), INT32_MAX, kernel.shl(value, b_headroom)
+    )
+    pow_b = kernel.sub(
+        kernel.shl(kernel.sub(input_integer_bits, b_headroom), 31 - accum_bits), shifted_quarter
+    )
+    r = kernel.min(r_a, r_b)
+    pow_adjusted = kernel.max(pow_a, pow_b)
+
+    p = emit_rounding_half_sum(kernel, r, sqrt_sqrt_half)
+    q = kernel.sub(r, sqrt_sqrt_half)
+    q = kernel.add(q, q)
+    common_sq = multiply(q, q)
+    num = kernel.add(multiply(q, r), multiply(multiply(q, common_sq), alpha_n))
+    inner = kernel.add(kernel.add(kernel.constant(alpha_i, i32), q), multiply(common_sq, alpha_d))
+    denominator_minus_one = kernel.add(multiply(p, inner), multiply(q, alpha_f))
+    reciprocal = emit_one_over_one_plus_x(kernel, denominator_minus_one)
+    num_scaled = emit_rounding_divide_by_pot(kernel, num, accum_bits)
+    total = kernel.add(multiply(pow_adjusted, log_2), multiply(num_scaled, reciprocal))
+    return emit_saturating_shift_left(kernel, total, accum_bits - output_integer_bits)

@@ -57,19 +57,25 @@ def relu6_table(source: Quant) -> np.ndarray:
     return _table(lambda x: six if x > six else (zero if x < zero else x))
 
 
-def leaky_relu_table(source: Quant, target: Quant, alpha: float) -> np.ndarray:
-    """LEAKY_RELU: `CalculateOpDataLeakyRelu` (the alpha and identity multipliers of float32
-    quotients) and `QuantizeLeakyRelu` (non-negative inputs take the identity)."""
+def leaky_relu_parameters(
+    source: Quant, target: Quant, alpha: float
+) -> tuple[tuple[int, int], tuple[int, int]]:
+    """`CalculateOpDataLeakyRelu` (int8 and int16): the (multiplier, shift) of the identity
+    `input / output` and of `input * alpha / output`, float32 quotients (negative for a
+    negative alpha)."""
     alpha_real = float32(float32(float32(source[0]) * float32(alpha)) / float32(target[0]))
     identity_real = float32(float32(source[0]) / float32(target[0]))
-    alpha_multiplier, alpha_shift = quantize_multiplier(alpha_real)
-    identity_multiplier, identity_shift = quantize_multiplier(identity_real)
+    return quantize_multiplier(identity_real), quantize_multiplier(alpha_real)
+
+
+def leaky_relu_table(source: Quant, target: Quant, alpha: float) -> np.ndarray:
+    """LEAKY_RELU: `CalculateOpDataLeakyRelu` and `QuantizeLeakyRelu` (non-negative inputs take
+    the identity)."""
+    identity, negative = leaky_relu_parameters(source, target, alpha)
 
     def leaky(x: int) -> int:
         value = x - source[1]
-        multiplier, shift = (
-            (identity_multiplier, identity_shift) if value >= 0 else (alpha_multiplier, alpha_shift)
-        )
+        multiplier, shift = identity if value >= 0 else negative
         return target[1] + multiply_by_quantized_multiplier_reference(value, multiplier, shift)
 
     return _table(leaky)

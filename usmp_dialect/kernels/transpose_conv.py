@@ -8,7 +8,7 @@ buffer: the input rows reaching output row `oy` are those with
 `0 <= oy + pad - in_y * stride < filter height`, visited in increasing `in_y`, then `in_x`, then
 input channel — the order in which TFLite's scatter adds them to that element, so float sums
 round alike. int8 products are `(x + input_offset) * w` (TFLite ignores the filter zero point)
-summed in wrapping int32.
+summed in wrapping int32; int16 (16x8) products are int32, summed in int64.
 """
 
 from __future__ import annotations
@@ -18,7 +18,12 @@ from collections.abc import Sequence
 from xdsl.dialects.builtin import IntegerType, MemRefType, f32, i32
 
 from usmp_dialect.kernels.builder import INDEX, KernelBuilder, Value, finish, function
-from usmp_dialect.kernels.conv import FloatActivation, QuantizedConv, accumulated_output
+from usmp_dialect.kernels.conv import (
+    FloatActivation,
+    QuantizedConv,
+    accumulate_product,
+    accumulated_output,
+)
 from usmp_dialect.kernels.module import ModelModule, RequantizeEmitter
 
 
@@ -59,7 +64,11 @@ def transpose_conv2d(
         if isinstance(arithmetic, QuantizedConv)
         else None
     )
-    zero = kernel.constant(0, i32) if quantized else kernel.constant(0.0, f32)
+    zero = (
+        kernel.constant(0, arithmetic.accumulator)
+        if isinstance(arithmetic, QuantizedConv)
+        else kernel.constant(0.0, f32)
+    )
 
     def output_element(ivs: Sequence[Value]) -> None:
         b, oy, ox, oc = ivs
@@ -82,7 +91,7 @@ def transpose_conv2d(
                     if isinstance(arithmetic, QuantizedConv):
                         x = kernel.add(kernel.cast(x, i32), arithmetic.input_offset)
                         w = kernel.cast(w, i32)
-                    return [kernel.add(carried[0], kernel.mul(x, w))]
+                    return [accumulate_product(kernel, carried[0], kernel.mul(x, w), arithmetic)]
 
                 return kernel.loop(0, in_channels, channel, carried)
 

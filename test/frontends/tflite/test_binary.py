@@ -1,4 +1,4 @@
-"""MAXIMUM, MINIMUM, SQUARED_DIFFERENCE, PRELU (int8 and float32) and DIV (float32) against
+"""MAXIMUM, MINIMUM, SQUARED_DIFFERENCE, PRELU and DIV (int8 and float32) against
 TensorFlow Lite Micro, on models written with `tflite_writer`: int8 byte for byte on every pair
 of int8 inputs (a [256, 1] input broadcast against a [1, 256] one) over several
 quantisations, float32 within 1e-5; broadcasting and constant inputs (PRELU's usual
@@ -14,6 +14,7 @@ import pytest
 
 from usmp_dialect.frontends.errors import ModelImportError
 from usmp_dialect.frontends.tflite.importer import import_tflite
+from usmp_dialect.kernels.fixed_point import activation_range, quantize_multiplier
 from usmp_dialect.testing import tflm
 from usmp_dialect.testing.module_file import load_file
 from usmp_dialect.testing.tflite_writer import OperatorSpec, TensorSpec, write_model
@@ -113,8 +114,7 @@ def _broadcast_part(
 @pytest.mark.parametrize("dtype", [np.int8, np.float32], ids=["int8", "float32"])
 def test_broadcasting_and_constant_inputs(tmp_path: Path, dtype: type) -> None:
     opcodes = ["MAXIMUM", "MINIMUM", "SQUARED_DIFFERENCE", "PRELU"]
-    if dtype == np.float32:
-        opcodes.append("DIV")
+    opcodes.append("DIV")
     parts = {}
     for opcode in opcodes:
         parts[f"{opcode.lower()}_same"] = _broadcast_part(
@@ -182,8 +182,89 @@ def test_a_mixed_chain_under_the_sanitizers(tmp_path: Path) -> None:
         tflm.assert_matches(ours, tflm.run(model, inputs, len(ours)))
 
 
-def test_int8_div_is_refused() -> None:
-    tensors = [_spec(name, np.int8, (4,), (0.1, 0)) for name in "abc"]
+# int8 DIV: (input1, input2, output) quantisations and the fused activation
+DIVISIONS = [
+    ((0.1, 0), (0.1, 3), (0.1, -2), 0),
+    ((0.02, 5), (0.1, 3), (0.3, -2), 0),
+    ((0.5, 5), (0.01, -100), (0.1, 10), 0),  # the multiplier's last bit: double precision
+    ((0.0173, -20), (0.0091, 77), (0.0311, 10), 1),
+    ((0.05, 127), (0.2, -128), (0.004, -128), 3),
+    ((0.9, -128), (0.001, 127), (2.5, 0), 0),
+]
+
+
+def _beyond_int32_shift(
+    first: tuple[float, int], second: tuple[float, int], out: tuple[float, int]
+) -> np.ndarray:
+    """[256, 256]: where TFLite's final shift (`RoundingDivideByPOT`) reaches 32 or more for
+    input1 = row - 128, input2 = column - 128: the dividend's leading sign bits plus the
+    reciprocal's shift minus the output shift."""
+    _, shift = quantize_multiplier(
+        float(np.float32(first[0])) / (float(np.float32(second[0])) * float(np.float32(out[0])))
+    )
+    # CountLeadingSignBits of the dividend (negated with a negative divisor, as TFLite does)
+    # and GetReciprocal's num_bits_over_unit of |divisor| (-1 for a zero divisor)
+    dividends = range(-128 - first[1], 128 - first[1])
+    divisors = range(-128 - second[1], 128 - second[1])
+    exponents = [
+        [
+            31 - (v if v >= 0 else ~v).bit_length() + abs(d).bit_length() - 1 - shift
+            for d in divisors
+            for v in [-n if d < 0 else n]
+        ]
+        for n in dividends
+    ]
+    return np.array(exponents) > 31
+
+
+@needs_gcc
+@needs_tflm
+def test_int8_div_on_every_pair_of_inputs(tmp_path: Path) -> None:
+    """Every int8 dividend against every int8 divisor (zero, near-zero and the extremes among
+    them) byte for byte with TFLM; where TFLite's last shift reaches 32 bits (undefined in C,
+    x86 gives the saturated value for quotients below half an output step) ours is the zero
+    point clamped by the activation, the rounding of such a quotient."""
+    parts = {}
+    for k, (first, second, out, activation) in enumerate(DIVISIONS):
+        tensors = [
+            _spec("a", np.int8, (256, 1), first),
+            _spec("b", np.int8, (1, 256), second),
+            _spec("y", np.int8, (256, 256), out),
+        ]
+        options = {"FusedActivationFunction": activation}
+        parts[f"div{k}"] = oracle.ModelSpec(
+            tensors, [OperatorSpec("DIV", [0, 1], [2], "DivOptions", options)], [0, 1], [2]
+        )
+    model = oracle.merge(parts)
+    path = tmp_path / "model.tflite"
+    path.write_bytes(model)
+    compiled = compile_model(path, tmp_path / "build", sanitize=True)
+    inputs = [ALL_INT8.reshape(port.shape) for port in compiled.inputs]
+    ours, _ = compiled.run(inputs)
+    theirs = tflm.run(model, inputs, len(ours))
+    undefined_total = 0
+    for (first, second, out, activation), mine, reference in zip(
+        DIVISIONS, ours, theirs, strict=True
+    ):
+        mine = mine.reshape(256, 256)
+        reference = np.asarray(reference).reshape(256, 256)
+        undefined = _beyond_int32_shift(first, second, out)
+        undefined_total += int(undefined.sum())
+        np.testing.assert_array_equal(mine[~undefined], reference[~undefined])
+        low, high = activation_range(
+            ("NONE", "RELU", "RELU_N1_TO_1", "RELU6")[activation], float(np.float32(out[0])), out[1]
+        )
+        np.testing.assert_array_equal(mine[undefined], min(max(out[1], low), high))
+        assert not undefined[:, second[1] + 128].all()  # division by zero is compared too
+    assert 0 < undefined_total < 0.2 * len(DIVISIONS) * 65536
+
+
+def test_int8_div_refuses_scales_tflite_cannot_shift() -> None:
+    tensors = [
+        _spec("a", np.int8, (4,), (1000.0, 0)),
+        _spec("b", np.int8, (4,), (1e-3, 0)),
+        _spec("c", np.int8, (4,), (1e-3, 0)),
+    ]
     data = write_model(tensors, [OperatorSpec("DIV", [0, 1], [2])], [0, 1], [2])
-    with pytest.raises(ModelImportError, match="operator DIV on int8"):
+    with pytest.raises(ModelImportError, match="negative amount"):
         import_tflite(data, "m.tflite")

@@ -458,6 +458,40 @@ def test_logistic_and_tanh_on_int16_match_tflm_on_every_input(tmp_path: Path) ->
     tflm.assert_matches(ours, theirs, [port.name for port in compiled.outputs])
 
 
+# int16 LEAKY_RELU: (input scale, output scale, alpha); a negative alpha gives TFLite a
+# negative multiplier, alpha > 1 and an output scale below the input's a multiplier above 1
+LEAKY_RELUS = [
+    (1 / 4096, 1 / 4096, 0.2),
+    (0.001, 0.0007, 0.01),
+    (0.003, 0.005, -0.7),
+    (1 / 4096, 1 / 8192, 1.5),
+    (0.02, 0.3, 0.1),
+]
+
+
+def test_leaky_relu_on_int16_matches_tflm_on_every_input(tmp_path: Path) -> None:
+    """Every int16 input through int16 LEAKY_RELU at each quantisation and alpha, bit for bit,
+    under ASan/UBSan (the outputs saturate where the multiplier exceeds 1)."""
+    every = np.arange(-32768, 32768, dtype=np.int16).reshape(256, 256)
+    parts = {
+        f"leaky{k}": ModelSpec(
+            [int16("x", every.shape, source), int16("y", every.shape, target)],
+            [OperatorSpec("LEAKY_RELU", [0], [1], "LeakyReluOptions", {"Alpha": alpha})],
+            [0],
+            [1],
+        )
+        for k, (source, target, alpha) in enumerate(LEAKY_RELUS)
+    }
+    model = merge(parts)
+    path = tmp_path / "model.tflite"
+    path.write_bytes(model)
+    compiled = compile_model(path, tmp_path, sanitize=True)
+    inputs = [every] * len(parts)
+    ours, _ = compiled.run(inputs)
+    theirs = tflm.run(model, inputs, len(parts))
+    tflm.assert_matches(ours, theirs, [port.name for port in compiled.outputs])
+
+
 def test_int16_activations_share_one_sigmoid_table() -> None:
     """The LOGISTIC and TANH kernels of a model read one `sigmoid_table_uint16` global."""
     parts = {

@@ -1,4 +1,4 @@
-"""LOG_SOFTMAX (float32) and L2_NORMALIZATION (int8 and float32), over the last axis, against
+"""LOG_SOFTMAX and L2_NORMALIZATION (int8 and float32), over the last axis, against
 TensorFlow Lite Micro (int8 byte for byte, float32 within 1e-5), on models written with
 `tflite_writer`: rows of one to many values, large magnitudes (LOG_SOFTMAX's maximum
 subtraction), an all-zero row (L2's epsilon), int8 sums of 0, 1 and the largest."""
@@ -85,6 +85,60 @@ def test_int8_l2_normalization_matches_tflite_micro(tmp_path: Path) -> None:
     )
 
 
-def test_int8_log_softmax_is_refused_with_the_operator_named() -> None:
-    with pytest.raises(ModelImportError, match="operator LOG_SOFTMAX on int8"):
-        import_tflite(_part("LOG_SOFTMAX", (2, 4), np.int8).model(), "m.tflite")
+def _log_softmax_part(shape: tuple[int, ...], input_scale: float) -> oracle.ModelSpec:
+    tensors = [
+        TensorSpec("x", np.int8, shape, None, [input_scale], [-3]),
+        TensorSpec("y", np.int8, shape, None, [16 / 256], [127]),
+    ]
+    return oracle.ModelSpec(tensors, [OperatorSpec("LOG_SOFTMAX", [0], [1])], [0], [1])
+
+
+# (rows, depth) and input scale: scales from one where every difference counts to ones whose
+# diff_min leaves most of a row out of the sum; rows of 1 to 3000 values (a Q12.19 sum near
+# its limit)
+LOG_SOFTMAXES = [
+    ((6, 16), 0.05),
+    ((6, 16), 1 / 256),
+    ((6, 16), 0.5),
+    ((6, 16), 3.0),
+    ((4, 1), 0.1),
+    ((3, 300), 0.02),
+    ((2, 3000), 0.001),
+    ((6, 40), 0.2),
+]
+
+
+@needs_gcc
+@needs_tflm
+def test_int8_log_softmax_matches_tflite_micro(tmp_path: Path) -> None:
+    """TFLite's fixed-point LOG_SOFTMAX (exp tables, the fixed-point log of the Q12.19 sum,
+    the row's cut-off) byte for byte, under ASan/UBSan: random rows, rows of one value
+    (log 1), constant rows, a 127 among -128s (everything else below the cut-off) and rows
+    spread over the whole range."""
+    model = oracle.merge(
+        {f"log_{k}": _log_softmax_part(*case) for k, case in enumerate(LOG_SOFTMAXES)}
+    )
+    path = tmp_path / "model.tflite"
+    path.write_bytes(model)
+    compiled = compile_model(path, tmp_path / "build", workspace_io=True, sanitize=True)
+    rng = np.random.default_rng(3)
+    for trial in range(3):
+        inputs = [rng.integers(-128, 128, port.shape, dtype=np.int8) for port in compiled.inputs]
+        for array in inputs:
+            if array.shape[0] > 3:
+                array[0] = 17  # constant
+                array[1] = -128
+                array[1][-1] = 127  # one maximum far above the rest
+                array[2] = np.linspace(-128, 127, array.shape[1]).astype(np.int8)
+                array[3] = rng.integers(100 - 40 * trial, 128, array.shape[1], dtype=np.int8)
+        ours, _ = compiled.run(inputs)
+        tflm.assert_matches(
+            ours, tflm.run(model, inputs, len(ours)), [p.name for p in compiled.outputs]
+        )
+
+
+def test_int8_log_softmax_needs_tflites_output_quantisation() -> None:
+    spec = _log_softmax_part((2, 4), 0.05)
+    spec.tensors[1] = TensorSpec("y", np.int8, (2, 4), None, [1 / 16], [0])
+    with pytest.raises(ModelImportError, match="needs the output scale 16/256 and zero point 127"):
+        import_tflite(spec.model(), "m.tflite")

@@ -1,7 +1,7 @@
-"""TRANSPOSE_CONV against TensorFlow Lite Micro (int8 byte for byte, float32 within 1e-5):
-strides 1 to 3, SAME and VALID padding, filters larger and smaller than the stride, with and
-without bias, per-channel and per-tensor int8 filters and fused activations, on models written
-with `tflite_writer`."""
+"""TRANSPOSE_CONV against TensorFlow Lite Micro (int8 and int16 bit for bit, float32 within
+1e-5): strides 1 to 3, SAME and VALID padding, filters larger and smaller than the stride, with
+and without bias, per-channel and per-tensor int8 filters and fused activations; int16 (16x8)
+with int64 biases beyond int32 and int16 biases; on models written with `tflite_writer`."""
 
 from __future__ import annotations
 
@@ -43,7 +43,9 @@ def transpose_conv(
     per_channel: bool = True,
     activation: str = "NONE",
     seed: int = 0,
+    bias_dtype: type = np.int64,
 ) -> oracle.ModelSpec:
+    """A TRANSPOSE_CONV model; int16 (16x8) takes `bias_dtype`, int64 or int16."""
     rng = np.random.default_rng(seed)
     batches, height, width, channels = input_shape
     out_shape = (
@@ -53,23 +55,29 @@ def transpose_conv(
         out_channels,
     )
     filter_shape = (out_channels, *filter_hw, channels)
-    quantized = dtype == np.int8
-    if quantized:
+    if dtype in (np.int8, np.int16):
         scales = list(rng.uniform(0.002, 0.02, out_channels)) if per_channel else [0.01]
         weights = rng.integers(-127, 128, size=filter_shape, dtype=np.int8)
+        # 16x8: zero points 0, an int16 input covering [-32, 32)
+        x_quant, y_quant = ([0.05], [-7]), ([0.15], [5])
+        if dtype == np.int16:
+            x_quant, y_quant = ([1 / 1024], [0]), ([0.02], [0])
         tensors = [
             TensorSpec("shape", np.int32, (4,), np.array(out_shape, np.int32)),
             TensorSpec("w", np.int8, filter_shape, weights, scales, [0] * len(scales)),
-            TensorSpec("x", np.int8, input_shape, None, [0.05], [-7]),
-            TensorSpec("y", np.int8, out_shape, None, [0.15], [5]),
+            TensorSpec("x", dtype, input_shape, None, *x_quant),
+            TensorSpec("y", dtype, out_shape, None, *y_quant),
         ]
-        bias_values = rng.integers(-3000, 3000, size=out_channels).astype(np.int32)
+        bias_type: type = np.int32 if dtype == np.int8 else bias_dtype
+        bias_values = rng.integers(-3000, 3000, size=out_channels).astype(bias_type)
+        if bias_type == np.int64:  # beyond int32: a 32-bit sum would wrap
+            bias_values[::2] *= 3_000_000
         bias_spec = TensorSpec(
             "b",
-            np.int32,
+            bias_type,
             (out_channels,),
             bias_values,
-            [0.05 * s for s in scales],
+            [x_quant[0][0] * s for s in scales],
             [0] * len(scales),
         )
     else:
@@ -122,6 +130,24 @@ def test_transpose_conv_matches_tflite_micro(tmp_path: Path, dtype: type) -> Non
             dtype, (1, 3, 3, 2), (3, 3), 3, (2, 2), SAME, per_channel=False, seed=9
         )
     oracle.assert_matches(oracle.merge(parts), tmp_path, trials=3)
+
+
+@needs_gcc
+@needs_tflm
+def test_int16_transpose_conv_matches_tflite_micro(tmp_path: Path) -> None:
+    """16x8 TRANSPOSE_CONV: the int8 cases on int16 with int64 biases (every other one beyond
+    int32), an int16 bias and no bias, under ASan/UBSan."""
+    parts = {
+        name: transpose_conv(np.int16, *case[:5], seed=k, **case[5])
+        for k, (name, case) in enumerate(CASES.items())
+    }
+    parts["int16_bias"] = transpose_conv(
+        np.int16, (1, 3, 4, 3), (3, 3), 4, (2, 2), SAME, seed=11, bias_dtype=np.int16
+    )
+    parts["per_tensor_relu"] = transpose_conv(
+        np.int16, (1, 3, 3, 2), (3, 3), 3, (2, 1), VALID, per_channel=False, activation="RELU"
+    )
+    oracle.assert_matches(oracle.merge(parts), tmp_path, trials=3, sanitize=True)
 
 
 @needs_gcc

@@ -1,18 +1,29 @@
 """One-input operators of TFLM's activation and math kernels: RELU, RELU6, LEAKY_RELU,
 HARD_SWISH, ELU, ABS and RSQRT (float32, and int8 through a table computed at import by TFLM's
-integer kernel, `kernels.tables`), NEG, EXP, LOG, SQRT, SQUARE, SIN and COS (float32, the
-types TFLM computes them in)."""
+integer kernel, `kernels.tables`), LEAKY_RELU also on int16 (computed per element, as TFLM's
+`QuantizeLeakyRelu<int16_t>`), NEG, EXP, LOG, SQRT, SQUARE, SIN and COS (float32, the types
+TFLM computes them in)."""
 
 from __future__ import annotations
 
 import numpy as np
 import tflite
 
-from usmp_dialect.frontends.tflite.importer import OperatorContext, operator
-from usmp_dialect.frontends.tflite.ops.common import FLOAT32, INT8, quantization, require_types
+from usmp_dialect.frontends.tflite.importer import (
+    INT16_ACTIVATION_TYPES,
+    OperatorContext,
+    operator,
+)
+from usmp_dialect.frontends.tflite.ops.common import (
+    FLOAT32,
+    INT8,
+    INT16,
+    quantization,
+    require_types,
+)
 from usmp_dialect.frontends.tflite.ops.elementwise import emit_unary
 from usmp_dialect.kernels import tables
-from usmp_dialect.kernels.elementwise import Lookup, UnaryArithmetic
+from usmp_dialect.kernels.elementwise import Lookup, QuantizedLeakyRelu, UnaryArithmetic
 from usmp_dialect.kernels.float_math import FloatMath
 
 
@@ -58,7 +69,20 @@ def _int8_table(context: OperatorContext) -> np.ndarray:
     return tables.abs_table(source, target)
 
 
-@operator("RELU", "RELU6", "LEAKY_RELU", "HARD_SWISH", "ELU", "ABS", "RSQRT")
+@operator("LEAKY_RELU", types=INT16_ACTIVATION_TYPES)
+def leaky_relu(context: OperatorContext) -> None:
+    dtype = require_types(
+        context, context.tensor(0), context.tensor(0, output=True), allowed=INT16_ACTIVATION_TYPES
+    )
+    if dtype != INT16:
+        activation(context)
+        return
+    source, target = _quant(context, 0), _quant(context, 0, output=True)
+    identity, alpha = tables.leaky_relu_parameters(source, target, _leaky_alpha(context))
+    _apply(context, QuantizedLeakyRelu(source[1], identity, alpha, target[1]))
+
+
+@operator("RELU", "RELU6", "HARD_SWISH", "ELU", "ABS", "RSQRT")
 def activation(context: OperatorContext) -> None:
     opcode = context.op.opcode
     dtype = require_types(context, context.tensor(0), context.tensor(0, output=True))

@@ -1,6 +1,6 @@
 """Binary elementwise operators beyond ADD/SUB/MUL: MAXIMUM, MINIMUM, SQUARED_DIFFERENCE and
-PRELU (int8 and float32), DIV (float32; TFLM's int8 DIV is not imported). NumPy broadcasting and
-constant inputs as ADD's; int8 parameters derived as TFLM's `Prepare` functions do."""
+PRELU and DIV (int8 and float32). NumPy broadcasting and constant inputs as ADD's; int8
+parameters derived as TFLM's `Prepare` functions do."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from usmp_dialect.frontends.tflite.importer import OperatorContext, operator
 from usmp_dialect.frontends.tflite.ops.common import (
     FLOAT32,
     INT8,
+    activation_bounds,
     float_activation,
     fused_activation,
     quantization,
@@ -22,6 +23,7 @@ from usmp_dialect.kernels.binary_math import (
     Extremum,
     FloatSquaredDifference,
     Prelu,
+    QuantizedDiv,
     QuantizedSquaredDifference,
 )
 from usmp_dialect.kernels.elementwise import (
@@ -115,11 +117,36 @@ def _div_activation(op: Operator) -> str | None:
     return None if code in (0, 1, 2, 3) else f"fused activation {code}"
 
 
-@operator("DIV", types=(FLOAT32,), supports=_div_activation)
+# A larger output shift could make TFLite's final right shift negative: the dividend's
+# headroom is at least 22 bits (|input1 - zero point| <= 255) and the reciprocal's shift -1
+# (a zero divisor)
+_DIV_SHIFT_LIMIT = 22
+
+
+def _quantized_div(context: OperatorContext, activation: str) -> QuantizedDiv:
+    """TFLM's `CalculateOpDataDiv`. The multiplier is `input1 / (input2 * output)` in double
+    precision, which is what the TFLM build we compare with computes (a float32 quotient
+    differs in the last bit for scales such as 0.5 / (0.01 * 0.1))."""
+    first, second, output = context.tensor(0), context.tensor(1), context.tensor(0, output=True)
+    (s1, z1), (s2, z2), (so, zo) = (_scale(context, t) for t in (first, second, output))
+    multiplier, shift = quantize_multiplier(s1 / (s2 * so))
+    if shift > _DIV_SHIFT_LIMIT:
+        raise context.fail(
+            f"the scales give the output multiplier 2**{shift - 31} * {multiplier}, beyond "
+            f"2**{_DIV_SHIFT_LIMIT} (TFLite's int8 division would shift by a negative amount)"
+        )
+    low, high = activation_bounds(context, output, activation)
+    return QuantizedDiv((-z1, -z2), multiplier, shift, zo, low, high)
+
+
+@operator("DIV", supports=_div_activation)
 def div(context: OperatorContext) -> None:
     dtype = require_types(
         context, context.tensor(0), context.tensor(1), context.tensor(0, output=True)
     )
     options = context.op.option(tflite.DivOptions)
     activation = fused_activation(context, options.FusedActivationFunction() if options else 0)
+    if dtype == INT8:
+        _broadcast(context, _quantized_div(context, activation), dtype)
+        return
     _broadcast(context, FloatBinary("div", float_activation(activation)), dtype)

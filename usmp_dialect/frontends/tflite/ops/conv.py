@@ -8,10 +8,15 @@ scaled by the 64-bit `MultiplyByQuantizedMultiplier` (a 16-bit multiplier, one r
 int32 one by the usual double-rounding one; no input or output offset (TFLM's int16 kernels
 have none).
 
-A hybrid CONV_2D or FULLY_CONNECTED whose filter has one scale computes as LiteRT's hybrid
-kernel does (`kernels/hybrid.py`: the input quantised on the fly); the other hybrid layers, and
-every one with `hybrid="dequantize"`, use the weights dequantised at import and float
-arithmetic."""
+Hybrid layers compute as LiteRT's hybrid kernels do (`kernels/hybrid.py`: the input quantised
+on the fly per batch): CONV_2D with one filter scale, or per-channel ones all equal (symmetric
+input: `EvalHybrid`), or with per-channel scales that differ (asymmetric input:
+`EvalHybridPerChannel`), dilated or not,
+DEPTHWISE_CONV_2D with a scale per channel (asymmetric, LiteRT's only hybrid depthwise form),
+FULLY_CONNECTED with one filter scale or one per unit (symmetric, or asymmetric with
+`asymmetric_quantize_inputs`). The rest (filter zero points other than 0, a per-tensor
+depthwise layer, which LiteRT refuses), and every layer with `hybrid="dequantize"`, use the
+weights dequantised at import and float arithmetic."""
 
 from __future__ import annotations
 
@@ -96,17 +101,47 @@ def _bias_dtype(context: OperatorContext) -> np.dtype | None:
     return bias.dtype if bias is not None else None
 
 
-def _hybrid(context: OperatorContext, dtype: np.dtype, activation: str) -> HybridArithmetic | None:
-    """LiteRT's hybrid arithmetic for a float layer with int8 weights of one scale and zero
-    point 0 (`conv.cc: EvalHybrid`), unless the import dequantises hybrid weights."""
+def _hybrid(
+    context: OperatorContext,
+    dtype: np.dtype,
+    activation: str,
+    kind: str = "conv",
+    asymmetric: bool = False,
+) -> HybridArithmetic | None:
+    """LiteRT's hybrid arithmetic for a float layer (`kind`: "conv", "depthwise" or
+    "fully_connected") with int8 weights (zero points 0), unless the import dequantises hybrid
+    weights. Per channel where LiteRT's kernel is: a convolution whose scales differ
+    (`conv.cc: is_hybrid_per_channel`, the input asymmetric), every depthwise one (asymmetric),
+    a fully connected layer with a scale per unit (`VerifyPerChannelQuantization`, the input as
+    `asymmetric` says); per tensor otherwise (`EvalHybrid`). None where the layer stays
+    dequantised."""
     filters = context.tensor(1)
     if dtype != FLOAT32 or filters.dtype != INT8 or context.options.hybrid != "quantize":
         return None
     quant = quantization(context, filters)
-    if len(quant.scales) != 1 or int(quant.zero_points[0]) != 0:
+    if bool((quant.zero_points != 0).any()):
         return None
     bounds = float_activation(activation)
-    return HybridArithmetic(float(np.float32(quant.scales[0])), bounds.low, bounds.high)
+    scales = quant.scales.astype(np.float32)
+    if kind == "conv":
+        per_channel = len(set(scales.tolist())) > 1
+    else:
+        per_channel = kind == "depthwise" or len(scales) > 1
+    if per_channel:
+        axis = 3 if kind == "depthwise" else 0
+        if len(scales) != filters.shape[axis] or quant.axis != axis:
+            return None
+        symbol = context.module.constant(f"{context.name}_channel_scales", scales)
+        return HybridArithmetic(
+            1.0,
+            bounds.low,
+            bounds.high,
+            asymmetric=asymmetric or kind != "fully_connected",
+            channel_scales=symbol,
+            scale_product=kind != "conv",
+        )
+    # one scale, or a scale per channel all equal: LiteRT's per-tensor kernel with that scale
+    return HybridArithmetic(float(scales[0]), bounds.low, bounds.high, asymmetric)
 
 
 def _weights_and_bias(
@@ -236,9 +271,7 @@ def convolution_kernel(context: OperatorContext) -> tuple[WindowKernel, Window]:
     filter_window = window(
         context, options, source, output, (filters.shape[1], filters.shape[2]), dilation
     )
-    # LiteRT's hybrid convolution ignores dilation; such layers stay dequantised.
-    dilated = dilation != (1, 1)
-    hybrid = None if depthwise or dilated else _hybrid(context, dtype, activation)
+    hybrid = _hybrid(context, dtype, activation, "depthwise" if depthwise else "conv")
     weights, bias = _weights_and_bias(context, dtype, out_channels, hybrid is not None)
     if depthwise and dtype == INT16 and bias is not None and bias.dtype != np.int64:
         # TFLM's 16x8 depthwise kernel reads its bias as int64 whatever the tensor's type
@@ -328,9 +361,8 @@ def fully_connected_layer(context: OperatorContext) -> None:
     batches = input_size // depth
     if int(np.prod(output.shape)) != batches * units:
         raise context.fail(f"output shape {list(output.shape)} for {batches}x{units} results")
-    hybrid = _hybrid(context, dtype, activation)
-    if options is not None and options.AsymmetricQuantizeInputs():
-        hybrid = None  # LiteRT's asymmetric input quantisation: not reproduced yet
+    asymmetric = options is not None and bool(options.AsymmetricQuantizeInputs())
+    hybrid = _hybrid(context, dtype, activation, "fully_connected", asymmetric=asymmetric)
     if hybrid is not None:
         # LiteRT's hybrid fully connected layer is its hybrid 1x1 convolution over a
         # [batches, 1, 1, depth] input: one quantisation per batch, the same output stage.

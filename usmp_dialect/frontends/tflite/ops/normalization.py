@@ -1,5 +1,4 @@
-"""LOG_SOFTMAX (float32) and L2_NORMALIZATION (int8 and float32) over the last axis; TFLM's
-int8 LOG_SOFTMAX is not imported."""
+"""LOG_SOFTMAX and L2_NORMALIZATION (int8 and float32) over the last axis."""
 
 from __future__ import annotations
 
@@ -12,6 +11,7 @@ from usmp_dialect.frontends.tflite.reader import Operator
 from usmp_dialect.kernels.fixed_point import float32
 from usmp_dialect.kernels.module import memref_of
 from usmp_dialect.kernels.row_functions import l2_normalization_int8, row_function
+from usmp_dialect.kernels.softmax import log_softmax_int8, log_softmax_tables
 
 
 def _plain_l2(op: Operator) -> str | None:
@@ -43,7 +43,11 @@ def l2_normalization(context: OperatorContext) -> None:
     context.call([source_value], [context.view(context.result(), (rows, depth))])
 
 
-@operator("LOG_SOFTMAX", types=(FLOAT32,))
+# TFLM's int8 LOG_SOFTMAX output quantisation, compared exactly (`kOutputScale`)
+_LOG_SOFTMAX_OUTPUT = (float32(16.0 / 256), 127)
+
+
+@operator("LOG_SOFTMAX")
 def row_normalization(context: OperatorContext) -> None:
     source, output = context.tensor(0), context.tensor(0, output=True)
     dtype = require_types(context, source, output)
@@ -52,6 +56,19 @@ def row_normalization(context: OperatorContext) -> None:
     depth = source.shape[-1]
     rows = int(np.prod(source.shape)) // depth
     type_ = memref_of((rows, depth), dtype)
-    row_function(context.module, context.name, type_, context.op.opcode.lower())
+    if dtype == INT8:
+        target = quantization(context, output)
+        if (float32(target.scale), target.zero_point) != _LOG_SOFTMAX_OUTPUT:
+            raise context.fail(
+                "int8 LOG_SOFTMAX needs the output scale 16/256 and zero point 127 (has "
+                f"{target.scale:g} and {target.zero_point})"
+            )
+        source_scale = float32(quantization(context, source).scale)
+        if not source_scale * (1 << 26) > 1.0:
+            raise context.fail(f"the input scale {source_scale:g} is below TFLite's 2**-26")
+        tables = log_softmax_tables(source_scale)
+        log_softmax_int8(context.module, context.name, type_, tables)
+    else:
+        row_function(context.module, context.name, type_, context.op.opcode.lower())
     source_value = context.view(context.value(0), (rows, depth))
     context.call([source_value], [context.view(context.result(), (rows, depth))])
