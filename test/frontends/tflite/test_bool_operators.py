@@ -22,6 +22,7 @@ from usmp_dialect.testing import tflm
 from usmp_dialect.testing.module_file import load_file
 from usmp_dialect.testing.tflite_writer import OperatorSpec, TensorSpec, write_model
 from usmp_dialect.validation.host import Port, compile_model, generate_c
+from usmp_dialect.validation.validate import validate
 
 needs_tflm = pytest.mark.skipif(
     not tflm.available(), reason="tflite-micro (the reference) is not installed"
@@ -166,7 +167,9 @@ def test_int16_greater_is_refused_as_tflite_micro_computes_no_comparison() -> No
 
 @needs_gcc
 @needs_tflm
-@pytest.mark.parametrize("dtype", [np.float32, np.int32, np.int64], ids=str)
+@pytest.mark.parametrize(
+    "dtype", [np.float32, np.int32, np.int64], ids=["float32", "int32", "int64"]
+)
 def test_comparisons_broadcasting_and_constants(tmp_path: Path, dtype: type) -> None:
     """float32 (NaN: only NOT_EQUAL is true), int32 and int64 comparisons on tied inputs: equal
     shapes, 4-D and 6-D broadcasts both ways, a constant per-channel input."""
@@ -243,7 +246,7 @@ def _select(
 
 @needs_gcc
 @needs_tflm
-@pytest.mark.parametrize("dtype", [np.float32, np.int8, np.int16], ids=str)
+@pytest.mark.parametrize("dtype", [np.float32, np.int8, np.int16], ids=["float32", "int8", "int16"])
 def test_select_v2(tmp_path: Path, dtype: type) -> None:
     """SELECT_V2: equal shapes, the three inputs broadcast against each other (up to 6-D), a
     constant condition and a constant value."""
@@ -283,7 +286,7 @@ def _arg(
 
 @needs_gcc
 @needs_tflm
-@pytest.mark.parametrize("dtype", [np.float32, np.int8], ids=str)
+@pytest.mark.parametrize("dtype", [np.float32, np.int8], ids=["float32", "int8"])
 def test_arg_max_and_arg_min(tmp_path: Path, dtype: type) -> None:
     """ARG_MAX and ARG_MIN along every axis (negative ones too), ties resolved to the first
     index as TFLM (int8 from [-3, 3] and floats on a grid of halves tie often; a float NaN
@@ -405,3 +408,16 @@ def test_what_tflite_micro_does_not_evaluate_is_refused_at_once() -> None:
         "int16 (tensor 's' of operator 3), operator ARG_MIN on int64 (tensor 'am64' of "
         "operator 4)"
     )
+
+
+@needs_gcc
+@needs_tflm
+def test_usmp_validate_reads_and_compares_bool_and_int32_io(tmp_path: Path) -> None:
+    """`usmp-validate`'s library: random bool and int32 inputs, bool and int32 outputs
+    compared bit for bit (`bit-exact`, not a float tolerance)."""
+    path = tmp_path / "chain.tflite"
+    path.write_bytes(_chain())
+    result = validate(path, inputs=3)
+    assert result.passed
+    lines = [check.line() for check in result.checks]
+    assert lines == ["output hit (bool 1x3x5): bit-exact", "output best (int32 1x3x5): bit-exact"]
