@@ -421,3 +421,36 @@ def test_usmp_validate_reads_and_compares_bool_and_int32_io(tmp_path: Path) -> N
     assert result.passed
     lines = [check.line() for check in result.checks]
     assert lines == ["output hit (bool 1x3x5): bit-exact", "output best (int32 1x3x5): bit-exact"]
+
+
+@needs_gcc
+@needs_tflm
+def test_reshapes_of_bool_and_int32_activations(tmp_path: Path) -> None:
+    """RESHAPE and SQUEEZE are views of bool and int32 activations too: a classifier head's
+    ARG_MAX reshaped to the model output, a comparison squeezed, a bool model input reshaped
+    into LOGICAL_NOT. (TFLM's EXPAND_DIMS takes int8, int16 and float32 only.)"""
+    shape_2x5 = np.array([2, 5], np.int32)
+    tensors = [
+        _tensor("logits", np.float32, (1, 10)),  # 0
+        _tensor("axis", np.int32, (1,), data=np.array([1], np.int32)),  # 1
+        _tensor("best", np.int32, (1,)),  # 2
+        _tensor("shape11", np.int32, (2,), data=np.array([1, 1], np.int32)),  # 3
+        _tensor("best2d", np.int32, (1, 1)),  # 4
+        _tensor("zero", np.float32, (1,), data=np.zeros(1, np.float32)),  # 5
+        _tensor("positive", np.bool_, (1, 10)),  # 6
+        _tensor("squeezed", np.bool_, (10,)),  # 7
+        _tensor("flags", np.bool_, (10,)),  # 8
+        _tensor("shape2x5", np.int32, (2,), data=shape_2x5),  # 9
+        _tensor("grid", np.bool_, (2, 5)),  # 10
+        _tensor("negated", np.bool_, (2, 5)),  # 11
+    ]
+    operators = [
+        OperatorSpec("ARG_MAX", [0, 1], [2], "ArgMaxOptions", {"OutputType": 2}),
+        OperatorSpec("RESHAPE", [2, 3], [4]),
+        OperatorSpec("GREATER", [0, 5], [6]),
+        OperatorSpec("SQUEEZE", [6], [7]),
+        OperatorSpec("RESHAPE", [8, 9], [10]),
+        OperatorSpec("LOGICAL_NOT", [10], [11]),
+    ]
+    model = write_model(tensors, operators, [0, 8], [4, 7, 11])
+    _assert_matches_tflm(model, tmp_path, trials=4)
