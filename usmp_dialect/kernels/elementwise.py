@@ -38,6 +38,12 @@ from usmp_dialect.kernels.int16_activation import (
     emit_int16_activation,
     sigmoid_table,
 )
+from usmp_dialect.kernels.logic import (
+    LogicalNot,
+    LogicArithmetic,
+    emit_logic,
+    emit_logical_not,
+)
 from usmp_dialect.kernels.module import ModelModule
 
 # -- broadcasting ----------------------------------------------------------------------------
@@ -129,7 +135,7 @@ class FloatBinary:
     activation: FloatActivation
 
 
-BinaryArithmetic = QuantizedAdd | QuantizedMul | FloatBinary | BinaryMath
+BinaryArithmetic = QuantizedAdd | QuantizedMul | FloatBinary | BinaryMath | LogicArithmetic
 
 
 @dataclass(frozen=True)
@@ -144,6 +150,8 @@ class Operand:
 def _combine(
     kernel: KernelBuilder, arithmetic: BinaryArithmetic, x: Value, y: Value, element: Attribute
 ) -> Value:
+    if isinstance(arithmetic, LogicArithmetic):  # a bool result (kernels.logic)
+        return emit_logic(kernel, arithmetic, x, y)
     if not isinstance(arithmetic, QuantizedAdd | QuantizedMul | FloatBinary):
         return emit_binary_math(kernel, arithmetic, x, y)
     if isinstance(arithmetic, FloatBinary):
@@ -308,6 +316,7 @@ UnaryArithmetic = (
     | QuantizedLeakyRelu
     | FloatMath
     | Int16Activation
+    | LogicalNot
 )
 
 LOGISTIC_UPPER = 16.619047164916992  # TFLite's cut-offs: 1 above, exp(x) below
@@ -347,6 +356,8 @@ def _unary_element(
         )
     if isinstance(arithmetic, FloatFunction):
         return lambda x: _float_function(kernel, arithmetic.kind, x)
+    if isinstance(arithmetic, LogicalNot):
+        return lambda x: emit_logical_not(kernel, x)
     if isinstance(arithmetic, FloatMath):
         return lambda x: emit_float_math(kernel, arithmetic, x)
     if isinstance(arithmetic, FloatClamp):

@@ -25,6 +25,7 @@ from xdsl.dialects.builtin import (
     UnitAttr,
     f32,
     f64,
+    i1,
     i8,
     i16,
     i32,
@@ -51,6 +52,7 @@ from usmp_dialect.kernels.fixed_point import (
 )
 
 _ELEMENT_TYPES: dict[np.dtype, Attribute] = {
+    np.dtype(np.bool_): i1,  # one byte per element, 0 or 1
     np.dtype(np.int8): i8,
     np.dtype(np.int16): i16,
     np.dtype(np.int32): i32,

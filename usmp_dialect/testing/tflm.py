@@ -36,14 +36,15 @@ __all__ = [
 def assert_matches(
     ours: Sequence[np.ndarray], theirs: Sequence[np.ndarray], names: Sequence[str] = ()
 ) -> None:
-    """Integer (int8, int16) outputs bit for bit; float ones elementwise to 1e-5 relative (plus
-    1e-6 of the largest reference output, for values near zero). Messages name the output."""
+    """Integer (int8, int16, int32, ...) and bool outputs bit for bit; float ones elementwise
+    to 1e-5 relative (plus 1e-6 of the largest reference output, for values near zero).
+    Messages name the output."""
     assert len(ours) == len(theirs), f"{len(ours)} outputs, the reference has {len(theirs)}"
     for position, (mine, reference) in enumerate(zip(ours, theirs, strict=True)):
         name = names[position] if position < len(names) else f"output {position}"
         assert mine.size == reference.size, f"{name}: {mine.size} values, {reference.size} expected"
         reference = np.asarray(reference).reshape(mine.shape)
-        if mine.dtype.kind in "iu":
+        if mine.dtype.kind in "iub":
             differ = int(np.count_nonzero(mine != reference))
             assert differ == 0, f"{name}: {differ} of {mine.size} values differ"
         else:

@@ -73,9 +73,11 @@ def _run_usmp_opt(arguments: Sequence[str]) -> None:
 
 
 _DTYPES = {
+    "i1": np.dtype(np.bool_),  # TFLite BOOL: a byte holding 0 or 1
     "i8": np.dtype(np.int8),
     "i16": np.dtype(np.int16),
     "i32": np.dtype(np.int32),
+    "i64": np.dtype(np.int64),
     "f32": np.dtype(np.float32),
 }
 

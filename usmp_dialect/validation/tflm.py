@@ -141,12 +141,14 @@ def dequantize_weights(model: bytes) -> bytes:
 def random_inputs(
     ports: Sequence[Port], seed: int | np.random.Generator, float_scale: float = 1.0
 ) -> list[np.ndarray]:
-    """Seeded inputs: integers over their type's whole range, float normal with deviation
-    `float_scale`."""
+    """Seeded inputs: integers over their type's whole range, bools true or false alike,
+    float normal with deviation `float_scale`."""
     rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
     values = []
     for port in ports:
-        if port.dtype.kind == "i":
+        if port.dtype.kind == "b":
+            values.append(rng.integers(0, 2, size=port.shape).astype(np.bool_))
+        elif port.dtype.kind == "i":
             limits = np.iinfo(port.dtype)
             values.append(
                 rng.integers(

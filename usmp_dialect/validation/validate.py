@@ -57,7 +57,8 @@ class OutputCheck:
 
     @property
     def integer(self) -> bool:
-        return self.dtype.kind in "iu"
+        """Compared bit for bit: integer and bool outputs."""
+        return self.dtype.kind in "iub"
 
     @property
     def max_rel_error(self) -> float:

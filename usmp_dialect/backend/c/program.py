@@ -609,6 +609,8 @@ def _tensor_macros(interface: Interface, tensor: TensorIO) -> list[str]:
     described = f" (model tensor '{_comment_text(tensor.tensor)}')" if tensor.tensor else ""
     if tensor.pool is not None:
         described += f", in pool {tensor.pool} at offset {tensor.offset}"
+    if tensor.dtype == "bool":  # i1: stored as a byte (`uint8_t`), as TFLite's C++ bool
+        described += ", bool: one byte per element, 0 or 1"
     lines = [
         f"/* {tensor.kind} '{tensor.name}'{described} */",
         f"#define {stem}_SIZE {tensor.size_bytes}",

@@ -72,7 +72,15 @@ ACTIVATION_TYPES = (np.dtype(np.int8), np.dtype(np.float32))
 # Every activation type some operator computes with: int16 is TFLite's 16x8 quantisation
 # (int16 activations with zero point 0, int8 weights, int64 biases), registered per operator.
 INT16_ACTIVATION_TYPES = (np.dtype(np.int8), np.dtype(np.int16), np.dtype(np.float32))
-KNOWN_ACTIVATION_TYPES = INT16_ACTIVATION_TYPES
+# bool (TFLite BOOL, one byte per element holding 0 or 1: C's `uint8_t`, MLIR's i1), int32 and
+# int64 are the activations of the comparisons, logical operators, SELECT_V2 and ARG_MAX/ARG_MIN
+# (registered per operator, as int16 is).
+KNOWN_ACTIVATION_TYPES = (
+    *INT16_ACTIVATION_TYPES,
+    np.dtype(np.bool_),
+    np.dtype(np.int32),
+    np.dtype(np.int64),
+)
 
 
 @dataclass
@@ -183,6 +191,10 @@ OPERATORS: dict[str, Handler] = {}
 # constants only (SHAPE: any input, it reads only the static shape). The scan checks models
 # against it before any IR is built; `operators.py` prints it as the operator table.
 ACTIVATION_TYPES_OF: dict[str, tuple[np.dtype, ...]] = {}
+# The element types of an operator's outputs where they differ from its inputs' (comparisons
+# compute bool from int8, ARG_MAX int32 from float32): its activation inputs are then checked
+# against ACTIVATION_TYPES_OF and its outputs against this.
+OUTPUT_TYPES_OF: dict[str, tuple[np.dtype, ...]] = {}
 # A handler's check of an operator's options before the import: what it does not support
 # (e.g. "fused activation TANH"), or None.
 Supports = Callable[[Operator], str | None]
@@ -193,15 +205,19 @@ def operator(
     *opcodes: str,
     types: tuple[np.dtype, ...] = ACTIVATION_TYPES,
     supports: Supports | None = None,
+    outputs: tuple[np.dtype, ...] | None = None,
 ) -> Callable[[Handler], Handler]:
     """Registers a handler for TFLite builtin operators `opcodes` computing on activations of
-    `types` (`()`: folded at import, constants only); `supports` checks an operator's options
-    in the pre-scan."""
+    `types` (`()`: folded at import, constants only); `outputs`: the types of its outputs when
+    they are not `types` (then `types` are its inputs'); `supports` checks an operator's
+    options in the pre-scan."""
 
     def register(handler: Handler) -> Handler:
         for opcode in opcodes:
             OPERATORS[opcode] = handler
             ACTIVATION_TYPES_OF[opcode] = types
+            if outputs is not None:
+                OUTPUT_TYPES_OF[opcode] = outputs
             if supports is not None:
                 SUPPORTS[opcode] = supports
         return handler
@@ -251,9 +267,14 @@ def unsupported(graph: Graph) -> list[Finding]:
         if problem is not None:
             options.append(Finding(f"{op.opcode} with {problem}", op.index))
         if ACTIVATION_TYPES_OF[op.opcode] and not folded:
-            for index in (*inputs, *op.outputs):
+            types_in = ACTIVATION_TYPES_OF[op.opcode]
+            types_out = OUTPUT_TYPES_OF.get(op.opcode, types_in)
+            for index, allowed in (
+                *((index, types_in) for index in inputs),
+                *((index, types_out) for index in op.outputs),
+            ):
                 if index >= 0 and index not in constant:
-                    check(graph.tensors[index], op, ACTIVATION_TYPES_OF[op.opcode])
+                    check(graph.tensors[index], op, allowed)
         if folded:
             constant.update(op.outputs)
     for index in (*graph.inputs, *graph.outputs):  # entry arguments, whoever reads them
@@ -501,7 +522,8 @@ class TfliteImporter:
         if tensor.dtype not in KNOWN_ACTIVATION_TYPES:
             raise ModelImportError(
                 f"{self.graph.path}: {tensor.describe()} is an activation of type "
-                f"{tensor.dtype.name}; only int8, int16 and float32 activations are supported"
+                f"{tensor.dtype.name}; only int8, int16, int32, int64, bool and float32 "
+                "activations are supported"
             )
         if not tensor.shape or 0 in tensor.shape:
             shape = list(tensor.shape)
@@ -763,4 +785,11 @@ def import_tflite(data: bytes, path: str, options: ImportOptions | None = None) 
     return module
 
 
-__all__ = ["OPERATORS", "ImportOptions", "OperatorContext", "import_tflite", "operator"]
+__all__ = [
+    "OPERATORS",
+    "OUTPUT_TYPES_OF",
+    "ImportOptions",
+    "OperatorContext",
+    "import_tflite",
+    "operator",
+]

@@ -34,15 +34,22 @@ FOLDED = "constants only (folded at import)"
 
 
 def tflite_support() -> dict[str, str]:
-    """TFLite opcode -> what the TFLite importer computes it with (`int8, float32`, or
-    `FOLDED`), for every registered operator."""
+    """TFLite opcode -> what the TFLite importer computes it with (`int8, float32`; `int8,
+    float32 -> int32` when its outputs' types differ from its inputs'; or `FOLDED`), for every
+    registered operator."""
     from usmp_dialect.frontends.tflite import ops  # noqa: F401  (registers the handlers)
-    from usmp_dialect.frontends.tflite.importer import ACTIVATION_TYPES_OF
+    from usmp_dialect.frontends.tflite.importer import ACTIVATION_TYPES_OF, OUTPUT_TYPES_OF
 
-    return {
-        opcode: ", ".join(dtype.name for dtype in types) if types else FOLDED
-        for opcode, types in sorted(ACTIVATION_TYPES_OF.items())
-    }
+    def names(types: tuple) -> str:
+        return ", ".join(dtype.name for dtype in types)
+
+    support = {}
+    for opcode, types in sorted(ACTIVATION_TYPES_OF.items()):
+        text = names(types) if types else FOLDED
+        if opcode in OUTPUT_TYPES_OF:
+            text += f" -> {names(OUTPUT_TYPES_OF[opcode])}"
+        support[opcode] = text
+    return support
 
 
 def onnx_support() -> dict[str, list[str]]:
@@ -73,7 +80,8 @@ def markdown() -> str:
         "quantisation (int16 activations with zero point 0, int8 weights, int64 biases), bit for",
         "bit with TFLM's reference kernels; float CONV_2D and FULLY_CONNECTED with int8 weights",
         "(hybrid models) compute as LiteRT's hybrid kernels, other hybrid layers with their",
-        "weights dequantised at import.",
+        "weights dequantised at import. `a, b -> c`: inputs of the types a, b, outputs of",
+        "type c; bool is a byte per element holding 0 or 1 (`uint8_t` in C).",
         "",
         "| TFLM builtin | usmp-dialect |",
         "| --- | --- |",

@@ -3,13 +3,16 @@ package registers them all in `importer.OPERATORS`."""
 
 from usmp_dialect.frontends.tflite.ops import (
     activations,
+    arg_min_max,
     batch_matmul,
     binary,
+    comparisons,
     conv,
     cumsum,
     data_movement,
     elementwise,
     fold,
+    logical,
     lstm,
     normalization,
     pooling,
@@ -25,13 +28,16 @@ from usmp_dialect.frontends.tflite.ops import (
 
 __all__ = [
     "activations",
+    "arg_min_max",
     "batch_matmul",
     "binary",
+    "comparisons",
     "conv",
     "cumsum",
     "data_movement",
     "elementwise",
     "fold",
+    "logical",
     "lstm",
     "normalization",
     "pooling",

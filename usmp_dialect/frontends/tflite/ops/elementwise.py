@@ -165,11 +165,16 @@ def check_broadcast(context: OperatorContext) -> None:
 
 
 def emit_broadcast(
-    context: OperatorContext, arithmetic: BinaryArithmetic, dtype: np.dtype, in_place: bool
+    context: OperatorContext,
+    arithmetic: BinaryArithmetic,
+    dtype: np.dtype,
+    in_place: bool,
+    output_dtype: np.dtype | None = None,
 ) -> None:
     """`output = input1 op input2` of a checked (`check_broadcast`) operator, a constant input
-    read from a global; `in_place`: the output over an input of its shape whose last reader
-    this is (`OperatorContext.result_over`)."""
+    read from a global; `output_dtype`: the output's element type when it is not the inputs'
+    `dtype` (a comparison's bool); `in_place`: the output over an input of its shape whose last
+    reader this is (`OperatorContext.result_over`)."""
     lhs, rhs, output = context.tensor(0), context.tensor(1), context.tensor(0, output=True)
     shapes = broadcast_shapes(lhs.shape, rhs.shape)
     operands, values = [], []
@@ -182,7 +187,7 @@ def emit_broadcast(
         else:
             operands.append(Operand(type_))
             values.append(context.view(context.value(position), shape))
-    output_type = memref_of(shapes.output, dtype)
+    output_type = memref_of(shapes.output, dtype if output_dtype is None else output_dtype)
     binary(context.module, context.name, (operands[0], operands[1]), output_type, arithmetic)
     if in_place:
         same_shape = (p for p, t in enumerate((lhs, rhs)) if t.shape == output.shape)

@@ -1,4 +1,7 @@
-"""Reshape-like operators: views of their input, never copies (RESHAPE, SQUEEZE, EXPAND_DIMS)."""
+"""Reshape-like operators: views of their input, never copies (RESHAPE, SQUEEZE, EXPAND_DIMS).
+RESHAPE and SQUEEZE take every activation type (bool, int32 and int64 too: an ARG_MAX or a
+comparison reshaped), EXPAND_DIMS the types TFLM's `expand_dims.cc` takes (int8, int16,
+float32: "Expand_Dims only currently supports int8, int16 and float32")."""
 
 from __future__ import annotations
 
@@ -6,12 +9,14 @@ import numpy as np
 
 from usmp_dialect.frontends.tflite.importer import (
     INT16_ACTIVATION_TYPES,
+    KNOWN_ACTIVATION_TYPES,
     OperatorContext,
     operator,
 )
 
 
-@operator("RESHAPE", "SQUEEZE", "EXPAND_DIMS", types=INT16_ACTIVATION_TYPES)
+@operator("EXPAND_DIMS", types=INT16_ACTIVATION_TYPES)
+@operator("RESHAPE", "SQUEEZE", types=KNOWN_ACTIVATION_TYPES)
 def reshape(context: OperatorContext) -> None:
     source, output = context.tensor(0), context.tensor(0, output=True)
     if source.dtype != output.dtype:
