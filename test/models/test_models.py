@@ -68,6 +68,30 @@ def test_options_shape_the_network() -> None:
     assert len(small.tflite) < len(build("mobilenetv2", resolution=32, classes=10).tflite)
 
 
+def test_export_styles() -> None:
+    """`keras`: a PAD (Keras' correct_pad) before each stride-2 depthwise layer, which is VALID;
+    `pytorch`: an NCHW input transposed at the head and a PAD of 1 before each stride-2 3x3
+    layer; `tflite` (the default): neither."""
+
+    def opcodes(export: str) -> list[str]:
+        model = build("mobilenetv2", export=export, **SMALL)
+        return [op.opcode for op in read_graph(model.tflite, "m.tflite").operators]
+
+    plain, keras, pytorch = opcodes("tflite"), opcodes("keras"), opcodes("pytorch")
+    assert "PAD" not in plain and "TRANSPOSE" not in plain
+    assert keras.count("PAD") == 4  # the four stride-2 depthwise layers
+    assert all(keras[k + 1] == "DEPTHWISE_CONV_2D" for k, op in enumerate(keras) if op == "PAD")
+    assert pytorch[0] == "TRANSPOSE" and pytorch.count("PAD") == 5  # and the first convolution
+    model = build("mobilenetv2", export="pytorch", **SMALL)
+    assert model.input_shape == (1, 3, 32, 32)
+    graph = read_graph(model.tflite, "m.tflite")
+    pad = next(op for op in graph.operators if op.opcode == "PAD")
+    assert graph.tensors[pad.inputs[1]].data.tolist() == [[0, 0], [1, 1], [1, 1], [0, 0]]
+    keras_graph = read_graph(build("mobilenetv2", export="keras", **SMALL).tflite, "k.tflite")
+    pad = next(op for op in keras_graph.operators if op.opcode == "PAD")
+    assert keras_graph.tensors[pad.inputs[1]].data.tolist() == [[0, 0], [0, 1], [0, 1], [0, 0]]
+
+
 def test_deterministic_by_seed() -> None:
     assert (
         build("mobilenetv2", seed=4, **SMALL).tflite == build("mobilenetv2", seed=4, **SMALL).tflite
@@ -85,6 +109,7 @@ def test_deterministic_by_seed() -> None:
         ("mobilenetv2", {"resolution": 16}, "resolution must be at least 32"),
         ("mobilenetv2", {"width_multiplier": 0}, "width_multiplier must be positive"),
         ("mobilenetv2", {"classes": 0}, "classes must be at least 1"),
+        ("mobilenetv2", {"export": "onnx"}, "export must be one of tflite, keras, pytorch"),
     ],
 )
 def test_bad_requests(name: str, options: dict[str, float], message: str) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -13,7 +14,7 @@ import pytest
 
 from usmp_dialect.models import Model, build
 from usmp_dialect.testing import tflm
-from usmp_dialect.validation.host import compile_model
+from usmp_dialect.validation.host import compile_model, usmp_opt
 
 pytestmark = [
     pytest.mark.skipif(shutil.which("gcc") is None, reason="gcc is not installed"),
@@ -76,3 +77,38 @@ def test_activations_use_the_int8_range(model: Model) -> None:
         assert np.mean(values == 127) <= 0.25, spec.name
         if spec.zero_points[0] != -128:
             assert np.mean(values == -128) <= 0.25, spec.name
+
+
+@pytest.mark.parametrize("export", ["keras", "pytorch"])
+def test_explicit_padding_folds_and_matches_tflm(export: str, tmp_path: Path) -> None:
+    """Keras' and PyTorch's explicit PADs before the stride-2 layers fold into those layers'
+    windows (issue 22): no padded tensor is left in the imported module, the output is TFLM's
+    byte for byte (under ASan/UBSan), and the workspace (U4) is below the unfolded one."""
+    model = build(
+        "mobilenetv2", seed=3, resolution=40, width_multiplier=0.35, classes=10, export=export
+    )
+    path = tmp_path / f"mobilenetv2_{export}.tflite"
+    path.write_bytes(model.tflite)
+    text = subprocess.run(
+        [*usmp_opt(), str(path)], check=True, capture_output=True, text=True
+    ).stdout
+    assert "func.func @pad_" not in text and "pad_" not in text.split("func.func @main")[1]
+    workspaces = {}
+    for fuse in ("none", "rows"):
+        report = tmp_path / f"plan_{fuse}.json"
+        (tmp_path / fuse).mkdir()
+        compiled = compile_model(
+            path,
+            tmp_path / fuse,
+            workspace_io=True,
+            sanitize=fuse == "rows",
+            report=report,
+            options=(f"--fuse={fuse}",),
+        )
+        pools = json.loads(report.read_text())["pools"]
+        workspaces[fuse] = sum(p["size_bytes"] for p in pools if p["kind"] == "workspace")
+        x = model.random_input(5)
+        (ours,), _ = compiled.run([x])
+        (theirs,) = tflm.run(path.read_bytes(), [x], 1)
+        np.testing.assert_array_equal(ours, theirs)
+    assert workspaces["rows"] < workspaces["none"] <= tflm.arena(path).head_bytes

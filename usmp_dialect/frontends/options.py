@@ -10,7 +10,8 @@ IN_PLACE_MODES = ("all", "elementwise", "none")
 """`in_place`: which operators write their output over an input they read last, most first."""
 
 FUSE_MODES = ("rows", "none")
-"""`fuse`: `rows` (fused row streaming where it lowers the peak) or `none`."""
+"""`fuse`: `rows` (fused row streaming where it lowers the peak, PADs folded into their readers'
+windows) or `none`."""
 
 HYBRID_MODES = ("quantize", "dequantize")
 """`hybrid`: how TFLite layers with int8 weights and float activations compute."""
@@ -18,9 +19,10 @@ HYBRID_MODES = ("quantize", "dequantize")
 
 @dataclass(frozen=True)
 class ImportOptions:
-    """`fuse`: `rows` (fused row streaming where it lowers the peak, `graph/streaming.py`) or
-    `none` (one function per model operator). `in_place`: `all` (elementwise operators, and
-    depthwise convolutions where that lowers the peak), `elementwise`, or `none`
+    """`fuse`: `rows` (fused row streaming where it lowers the peak, `graph/streaming.py`, and
+    TFLite PADs folded into the window of the layer that reads them, `frontends/tflite/
+    folding.py`) or `none` (one function per model operator). `in_place`: `all` (elementwise
+    operators, and depthwise convolutions where that lowers the peak), `elementwise`, or `none`
     (`frontends/in_place.py`). `hybrid`: `quantize` as
     LiteRT's hybrid kernels do (the input quantised on the fly, int8 products), `dequantize` in
     float with the weights dequantised at import."""

@@ -511,18 +511,35 @@ def conv2d(
         # the other positions' runs lie at a static distance (C rejects unused locals).
         first_only = rows_contiguous and columns.taps is not None
 
+        # A window wholly in the padding (explicit padding wider than the window: a folded
+        # PAD) reads nothing: no origin is computed (C rejects unused locals).
+        no_reads = any(
+            segment.taps is not None and segment.taps[0] >= segment.taps[1]
+            for segment in (rows, columns)
+        )
+
         def origins(outs: list[Value], stride: int, pad: int) -> list[Value]:
+            if no_reads:
+                return list(outs)
             computed = outs[:1] if first_only else outs
             values = [kernel.sub(kernel.mul(out, stride), pad) for out in computed]
             return values + [values[0]] * (len(outs) - len(values))
 
         def output_row_block(out_ys: list[Value]) -> None:
             origins_y = origins(out_ys, stride_h, pad_top)
-            y_taps = taps_of(rows, origins_y[0], kernel_height, height, dilation_h)
+            y_taps = (
+                (0, 0)
+                if no_reads
+                else taps_of(rows, origins_y[0], kernel_height, height, dilation_h)
+            )
 
             def output_column_block(out_xs: list[Value]) -> None:
                 origins_x = origins(out_xs, stride_w, pad_left)
-                x_taps = taps_of(columns, origins_x[0], kernel_width, width, dilation_w)
+                x_taps = (
+                    (0, 0)
+                    if no_reads
+                    else taps_of(columns, origins_x[0], kernel_width, width, dilation_w)
+                )
                 positions = [
                     _Position(out_y, out_x, origin_y, origin_x, (dy, dx))
                     for dy, (out_y, origin_y) in enumerate(zip(out_ys, origins_y, strict=True))

@@ -4,7 +4,8 @@
 `.tflite` is the flatbuffer (`usmp-opt model.tflite` compiles it; TensorFlow Lite Micro runs
 it). Weights are random (seeded), quantised as TFLite's converter quantises them, and every
 activation's scale is calibrated on random data (see `builder`). Models: `mobilenetv2`
-(options `resolution`, `width_multiplier`, `classes`). The real MLPerf Tiny models are in
+(options `resolution`, `width_multiplier`, `classes`, `export`: `tflite`, `keras` or
+`pytorch` padding and layout). The real MLPerf Tiny models are in
 examples/mlperf_tiny.
 """
 
@@ -59,7 +60,7 @@ def options_of(name: str) -> list[str]:
     return list(inspect.signature(MODELS[name]).parameters)[1:]
 
 
-def build(name: str, seed: int = 0, **options: int | float) -> Model:
+def build(name: str, seed: int = 0, **options: int | float | str) -> Model:
     """The model `name` with weights drawn from `seed` (see the module docstring for options).
     Raises `ValueError` for an unknown model or option, or an option value out of range."""
     if name not in MODELS:

@@ -30,6 +30,12 @@ def main(argv: list[str] | None = None) -> int:
         "--width-multiplier", type=float, help="channel width (mobilenetv2, default 1.0)"
     )
     parser.add_argument("--classes", type=int, help="output classes (mobilenetv2, default 1000)")
+    parser.add_argument(
+        "--export",
+        help="how the stride-2 layers are written (mobilenetv2: tflite, SAME padding, the "
+        "default; keras, a PAD before each stride-2 depthwise layer; pytorch, an NCHW input "
+        "transposed at the head and a PAD before each stride-2 3x3 layer)",
+    )
     parser.add_argument("--list", action="store_true", help="list the models and exit")
     args = parser.parse_args(argv)
     if args.list:
@@ -42,12 +48,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.output is None and sys.stdout.isatty():
         print("error: a .tflite model is binary: give -o FILE", file=sys.stderr)
         return 1
-    options: dict[str, int | float] = {
+    options: dict[str, int | float | str] = {
         option: value
         for option, value in (
             ("resolution", args.resolution),
             ("width_multiplier", args.width_multiplier),
             ("classes", args.classes),
+            ("export", args.export),
         )
         if value is not None
     }

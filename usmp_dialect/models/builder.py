@@ -71,13 +71,23 @@ def _apply(values: np.ndarray, activation: str) -> np.ndarray:
 
 
 def convolution(
-    x: np.ndarray, weights: np.ndarray, bias: np.ndarray, stride: int, depthwise: bool
+    x: np.ndarray,
+    weights: np.ndarray,
+    bias: np.ndarray,
+    stride: int,
+    depthwise: bool,
+    same: bool = True,
 ) -> np.ndarray:
-    """Float NHWC convolution with SAME padding; `weights` are OHWI (1HWC when depthwise)."""
+    """Float NHWC convolution with SAME (or VALID) padding; `weights` are OHWI (1HWC when
+    depthwise)."""
     _, height, width, channels = x.shape
     kernel_h, kernel_w = weights.shape[1:3]
-    out_h, top = _same_padding(height, kernel_h, stride)
-    out_w, left = _same_padding(width, kernel_w, stride)
+    if same:
+        out_h, top = _same_padding(height, kernel_h, stride)
+        out_w, left = _same_padding(width, kernel_w, stride)
+    else:
+        out_h, out_w = (height - kernel_h) // stride + 1, (width - kernel_w) // stride + 1
+        top = left = 0
     padded = np.zeros((1, height + kernel_h, width + kernel_w, channels))
     padded[:, top : top + height, left : left + width] = x
     result = np.zeros((1, out_h, out_w, weights.shape[3] if depthwise else weights.shape[0]))
@@ -176,8 +186,10 @@ class ModelBuilder:
         stride: int,
         activation: str,
         depthwise: bool = False,
+        same: bool = True,
     ) -> Activation:
-        """CONV_2D (or DEPTHWISE_CONV_2D, multiplier 1), SAME padding, square kernel."""
+        """CONV_2D (or DEPTHWISE_CONV_2D, multiplier 1), SAME (or VALID) padding, square
+        kernel."""
         in_channels = x.shape[3]
         name = self._layer_name("depthwise_conv_2d" if depthwise else "conv_2d")
         if depthwise:
@@ -193,10 +205,10 @@ class ModelBuilder:
         weight_scales = np.asarray(self.tensors[weights].scales, dtype=np.float32)
         input_scale, _ = self._quantization(x)
         bias, float_bias = self._bias(f"{name}_bias", out_channels, input_scale, weight_scales)
-        values = convolution(x.values, float_weights, float_bias, stride, depthwise)
+        values = convolution(x.values, float_weights, float_bias, stride, depthwise, same)
         out = self._output("depthwise_conv_2d" if depthwise else "conv_2d", values, activation)
         fields = {
-            "Padding": tflite.Padding.SAME,
+            "Padding": tflite.Padding.SAME if same else tflite.Padding.VALID,
             "StrideH": stride,
             "StrideW": stride,
             "FusedActivationFunction": ACTIVATIONS[activation],
@@ -216,9 +228,34 @@ class ModelBuilder:
         )
         return out
 
-    def depthwise(self, x: Activation, stride: int, activation: str) -> Activation:
+    def depthwise(
+        self, x: Activation, stride: int, activation: str, same: bool = True
+    ) -> Activation:
         """A 3x3 DEPTHWISE_CONV_2D."""
-        return self.conv(x, 0, 3, stride, activation, depthwise=True)
+        return self.conv(x, 0, 3, stride, activation, depthwise=True, same=same)
+
+    def pad(self, x: Activation, pads: tuple[tuple[int, int], tuple[int, int]]) -> Activation:
+        """PAD of the height and width by (before, after) zeros (the zero point: Keras'
+        ZeroPadding2D, a PyTorch convolution's explicit padding), the quantisation kept."""
+        name = self._layer_name("pad")
+        paddings = np.array([(0, 0), *pads, (0, 0)], dtype=np.int32)
+        constant = self._tensor(TensorSpec(f"{name}_paddings", np.int32, (4, 2), data=paddings))
+        out = self._activation(
+            f"{name}_out", np.pad(x.values, paddings.tolist()), *self._quantization(x)
+        )
+        self.operators.append(OperatorSpec("PAD", [x.index, constant], [out.index]))
+        return out
+
+    def transpose(self, x: Activation, permutation: tuple[int, ...]) -> Activation:
+        """TRANSPOSE (a PyTorch export's NCHW input to NHWC: (0, 2, 3, 1))."""
+        name = self._layer_name("transpose")
+        perm = np.array(permutation, dtype=np.int32)
+        constant = self._tensor(TensorSpec(f"{name}_perm", np.int32, perm.shape, data=perm))
+        out = self._activation(
+            f"{name}_out", x.values.transpose(permutation), *self._quantization(x)
+        )
+        self.operators.append(OperatorSpec("TRANSPOSE", [x.index, constant], [out.index]))
+        return out
 
     def add(self, x: Activation, y: Activation, activation: str = "none") -> Activation:
         """ADD of two activations of one shape (its own output quantisation)."""

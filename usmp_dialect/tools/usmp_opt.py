@@ -322,7 +322,8 @@ class UsmpOptMain(xDSLOptMain):
             default=FUSE_MODES[0],
             help=(
                 "program transformations of a model frontend that lower memory: 'rows' "
-                "(default: fused row streaming where it lowers the peak) or 'none' (one "
+                "(default: fused row streaming where it lowers the peak, and TFLite PADs "
+                "folded into the window of the layer that reads them) or 'none' (one "
                 "function per model operator, as imported)"
             ),
         )

@@ -51,6 +51,7 @@ from usmp_dialect.frontends.in_place import (
     lowers_peak,
 )
 from usmp_dialect.frontends.options import ImportOptions
+from usmp_dialect.frontends.tflite.folding import fold_padding
 from usmp_dialect.frontends.tflite.macs import operator_macs
 from usmp_dialect.frontends.tflite.reader import UNREADABLE, Graph, Operator, Tensor, read_graph
 from usmp_dialect.frontends.unsupported import Finding, report
@@ -451,9 +452,12 @@ class TfliteImporter:
         stream = stream_graph(self)
         starts: dict[int, tuple[object, object]] = {}
         inside: set[int] = set()
+        # A group lists positions in the graph's operators; a folded PAD left a gap in the
+        # operators' indices (`folding.py`).
+        operators = self.graph.operators
         for group in choose_groups(stream):
-            starts[group.operators[0]] = (stream, group)
-            inside.update(group.operators)
+            starts[operators[group.operators[0]].index] = (stream, group)
+            inside.update(operators[position].index for position in group.operators)
         return starts, inside
 
     def _function(self, name: str) -> func.FuncOp | None:
@@ -756,6 +760,9 @@ def import_graph(graph: Graph, options: ImportOptions | None = None) -> ModuleOp
     that set in place."""
     from usmp_dialect.frontends.tflite import ops  # noqa: F401  (registers the handlers)
 
+    options = options or ImportOptions()
+    if options.fuse != "none":  # PADs into their readers' windows (`folding.py`)
+        graph = fold_padding(graph)
     importer = TfliteImporter(graph, options)
     module = importer.run()
     chosen = choose_depthwise(module, importer.depthwise_candidates, graph)
@@ -769,8 +776,9 @@ def choose_depthwise(module: ModuleOp, candidates: list[int], graph: Graph) -> f
     """The candidate depthwise convolutions (operator indices) worth running in place in the
     imported `module` (`frontends.in_place.choose_calls`; the temporary is one output plane)."""
     planes: dict[str, int] = {}
+    by_index = {op.index: op for op in graph.operators}  # a folded PAD leaves a gap
     for index in candidates:
-        output = graph.tensors[graph.operators[index].outputs[0]]
+        output = graph.tensors[by_index[index].outputs[0]]
         _, height, width, _ = output.shape
         planes[f"depthwise_conv_2d_{index}"] = height * width * output.dtype.itemsize
     chosen = choose_calls(module, planes)

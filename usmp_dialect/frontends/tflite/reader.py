@@ -97,6 +97,12 @@ class Operator:
     options: Any  # the builtin options table (a `tflite.*Options`), or None
     custom_code: str = ""  # a CUSTOM operator's name
     options_type: int = 0  # the `tflite.BuiltinOptions` code of `options`
+    padding: tuple[tuple[int, int], tuple[int, int]] | None = None
+    """Zero-point padding (before, after) of the height and the width that a PAD read by this
+    windowed operator wrote and that its window now reads implicitly instead, on top of the
+    padding its options describe (`frontends/tflite/folding.py`); None: none folded."""
+    folded: tuple[int, ...] = ()
+    """The operators (indices) folded into this one (`frontends/tflite/folding.py`)."""
 
     def option(self, options_class: type) -> Any:
         """The builtin options as `options_class` (e.g. `tflite.Conv2DOptions`); None when the

@@ -209,7 +209,9 @@ def emit_group(importer: TfliteImporter, stream: StreamGraph, group: Group) -> N
     ops = [graph.operators[index] for index in group.operators]
     contexts = [OperatorContext(importer, op) for op in ops]
     reducer = (
-        _reducer(contexts[-1]) if stream.operators[ops[-1].index].kind == "global_reduce" else None
+        _reducer(contexts[-1])
+        if stream.operators[group.operators[-1]].kind == "global_reduce"
+        else None
     )
     windowed = contexts[:-1] if reducer is not None else contexts
     layers = [_layer(context) for context in windowed]

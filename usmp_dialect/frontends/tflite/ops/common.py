@@ -99,18 +99,22 @@ def window(
     dilation: tuple[int, int] = (1, 1),
 ) -> Window:
     """The sliding window of a 2-D NHWC operator from its options (padding and strides):
-    checked against the input and output sizes."""
+    checked against the input and output sizes. A PAD folded into the operator
+    (`Operator.padding`, `frontends/tflite/folding.py`) pads the input first: the options'
+    padding applies to the padded size, and the PAD's padding before adds to it."""
     same = same_padding(context, options.Padding())
     stride = (options.StrideH(), options.StrideW())
     if min(*filter_size, *stride, *dilation) < 1:
         raise context.fail(
             f"invalid filter {filter_size}, strides {stride} or dilations {dilation}"
         )
+    folded = context.op.padding or ((0, 0), (0, 0))
     top, left = (
-        padding_before(
+        folded[axis][0]
+        + padding_before(
             context,
             same,
-            source.shape[1 + axis],
+            source.shape[1 + axis] + sum(folded[axis]),
             output.shape[1 + axis],
             filter_size[axis],
             stride[axis],
