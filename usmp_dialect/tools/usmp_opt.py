@@ -421,7 +421,11 @@ class UsmpOptMain(xDSLOptMain):
             self._model_bytes = stream.read()
             importer = factory()
             options = ImportOptions(
-                fuse=self.args.fuse, in_place=self.args.in_place, hybrid=self.args.hybrid
+                fuse=self.args.fuse,
+                in_place=self.args.in_place,
+                hybrid=self.args.hybrid,
+                workspace_size_hint_bytes=self._workspace_size_hint(),
+                workspace_io=self._workspace_io(),
             )
             try:
                 module = importer(self._model_bytes, self.get_input_name(), options)
@@ -431,6 +435,29 @@ class UsmpOptMain(xDSLOptMain):
             return module
 
         return parse_model
+
+    def _workspace_size_hint(self) -> int | None:
+        """The bytes the model's activations may take: the size hints of the workspace pools the
+        flags declare, added up (exact for one pool); None unless every one has a hint."""
+        hints = [
+            dict(declaration.integer_properties).get("size_hint_bytes")
+            for declaration in self.pool_declarations
+            if declaration.kind == "workspace"
+        ]
+        if not hints or any(hint is None for hint in hints):
+            return None
+        return sum(hint for hint in hints if hint is not None)
+
+    def _workspace_io(self) -> bool:
+        """Whether the pipeline plans the model's inputs and outputs in the workspace (U4)."""
+        from usmp_dialect.passes.create_io_allocates import UsmpCreateIoAllocatesPass
+        from usmp_dialect.passes.usmp import UsmpPass
+
+        return any(
+            isinstance(spec, UsmpCreateIoAllocatesPass)
+            or (isinstance(spec, UsmpPass) and spec.workspace_io)
+            for spec in self.pipeline.passes
+        )
 
     def prepare_input(self) -> tuple[list[tuple[IO[bytes], int]], str]:
         try:
