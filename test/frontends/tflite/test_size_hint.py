@@ -62,7 +62,7 @@ def test_the_cheapest_group_that_fits_is_chosen(tmp_path: Path) -> None:
     """A hint between the plain peak and the lowest one: a shorter group than the default's
     fits, and it adds fewer instructions."""
     model = _chain(tmp_path)
-    fused, default_text = _planned(model, tmp_path)
+    _, default_text = _planned(model, tmp_path)
     unfused, _ = _planned(model, tmp_path, "--fuse=none")
     workspace, text = _planned(model, tmp_path, *_hint(unfused - 1))
     assert workspace < unfused
