@@ -85,11 +85,15 @@ def test_a_hint_the_plain_program_meets_changes_nothing(tmp_path: Path) -> None:
 
 
 def test_an_impossible_hint_is_one_line_and_no_output(tmp_path: Path) -> None:
+    """Below the lowest peak: the lowest-peak program is planned, and planning fails with one
+    line naming that peak (not the untransformed one), the group running then and the tensors
+    live."""
     model = _chain(tmp_path)
+    unfused, _ = _planned(model, tmp_path, "--fuse=none")
     output = tmp_path / "out.c"
     ran = _run(
         model,
-        *_hint(1000),
+        *_hint(1500),
         "-p",
         "usmp-import-memref,convert-linalg-to-loops,usmp{workspace-io=true}",
         "-t",
@@ -101,10 +105,10 @@ def test_an_impossible_hint_is_one_line_and_no_output(tmp_path: Path) -> None:
     lines = ran.stderr.strip().splitlines()
     assert len(lines) == 1, ran.stderr
     assert lines[0].startswith("usmp-opt: error: ")
-    assert "size hint of 1000 bytes is too small" in lines[0]
-    assert "lowest peak the transformations reach is" in lines[0]
-    assert "while fused_conv_2d_0__average_pool_2d_5 runs" in lines[0]
-    assert "t0 1080 B" in lines[0]  # the model input, inside the workspace (U4)
+    assert "pool @sram (1500 bytes) is too small: at least 1576 bytes" in lines[0]
+    assert 1576 < unfused
+    assert "while operator 0 (FUSED @fused_conv_2d_0__average_pool_2d_5) runs" in lines[0]
+    assert "'t0' (1080 bytes" in lines[0]  # the model input, inside the workspace (U4)
     assert not output.exists()
 
 
@@ -125,6 +129,6 @@ def test_without_workspace_io_the_inputs_do_not_count(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("hint", [0, 1])
 def test_tiny_hints_fail_without_a_traceback(tmp_path: Path, hint: int) -> None:
-    ran = _run(_chain(tmp_path), *_hint(hint))
+    ran = _run(_chain(tmp_path), *_hint(hint), "-t", "c")
     assert ran.returncode == 1
     assert ran.stderr.count("\n") == 1 and "Traceback" not in ran.stderr

@@ -764,16 +764,16 @@ def _within_hint(
     """The import under a workspace size hint (SPEC §12): the fused groups are the cheapest
     whose peak fits (`graph.selection`); depthwise convolutions run in place (a copy of every
     output element) only when the program does not fit without them; when the program still
-    misses the hint, the groups reaching the lowest peak are tried; when nothing fits, a
-    `ModelImportError` names the lowest peak reached and what is live then."""
-    from usmp_dialect.frontends.size_hint import program_peak, too_small
+    misses the hint, the groups reaching the lowest peak are tried; when nothing fits, the
+    program of the lowest peak reached (whose planning then fails)."""
+    from usmp_dialect.frontends.size_hint import program_peak_bytes
 
     hint = options.workspace_size_hint_bytes
     assert hint is not None
 
     def peak_of(program: ModuleOp) -> int:
-        peak = program_peak(program, options.workspace_io)
-        return peak.peak_bytes if peak is not None else 0
+        peak = program_peak_bytes(program, options.workspace_io)
+        return peak if peak is not None else 0
 
     attempts: list[TfliteImporter | None] = [importer]
     if importer.stream_fits and options.fuse != "none":
@@ -799,9 +799,10 @@ def _within_hint(
         if best is None or peak < best[0]:
             best = (peak, program)
     assert best is not None
-    facts = program_peak(best[1], options.workspace_io)
-    assert facts is not None
-    raise ModelImportError(too_small(graph.path, hint, facts))
+    # Nothing fits: the lowest-peak program goes on, and planning fails on it with its one-line
+    # error naming that peak, the operator running then and the tensors live (SPEC §12), after
+    # `--analyze` printed its table.
+    return best[1]
 
 
 def choose_depthwise(module: ModuleOp, candidates: list[int], graph: Graph) -> frozenset[int]:
