@@ -73,6 +73,7 @@ from usmp_dialect.tools.pool_flags import (
     add_pool_arguments,
     declare_pools,
     pool_declarations,
+    workspace_size_hint_bytes,
 )
 from usmp_dialect.tools.progress import (
     clear_progress,
@@ -424,7 +425,7 @@ class UsmpOptMain(xDSLOptMain):
                 fuse=self.args.fuse,
                 in_place=self.args.in_place,
                 hybrid=self.args.hybrid,
-                workspace_size_hint_bytes=self._workspace_size_hint(),
+                workspace_size_hint_bytes=workspace_size_hint_bytes(self.pool_declarations),
                 workspace_io=self._workspace_io(),
             )
             try:
@@ -435,18 +436,6 @@ class UsmpOptMain(xDSLOptMain):
             return module
 
         return parse_model
-
-    def _workspace_size_hint(self) -> int | None:
-        """The bytes the model's activations may take: the size hints of the workspace pools the
-        flags declare, added up (exact for one pool); None unless every one has a hint."""
-        hints = [
-            dict(declaration.integer_properties).get("size_hint_bytes")
-            for declaration in self.pool_declarations
-            if declaration.kind == "workspace"
-        ]
-        if not hints or any(hint is None for hint in hints):
-            return None
-        return sum(hint for hint in hints if hint is not None)
 
     def _workspace_io(self) -> bool:
         """Whether the pipeline plans the model's inputs and outputs in the workspace (U4)."""

@@ -13,7 +13,7 @@ import pytest
 
 from usmp_dialect.validation.host import usmp_opt
 
-U4 = "usmp-import-memref,convert-linalg-to-loops,usmp{workspace-io=true report=\"REPORT\"}"
+U4 = 'usmp-import-memref,convert-linalg-to-loops,usmp{workspace-io=true report="REPORT"}'
 
 
 def _chain(tmp_path: Path) -> Path:
@@ -132,3 +132,17 @@ def test_tiny_hints_fail_without_a_traceback(tmp_path: Path, hint: int) -> None:
     ran = _run(_chain(tmp_path), *_hint(hint), "-t", "c")
     assert ran.returncode == 1
     assert ran.stderr.count("\n") == 1 and "Traceback" not in ran.stderr
+
+
+def test_compile_api_reads_the_hint_too(tmp_path: Path) -> None:
+    import usmp_dialect
+    from usmp_dialect.compiler import Pool
+
+    model = _chain(tmp_path)
+    unfused, _ = _planned(model, tmp_path, "--fuse=none")
+    default = usmp_dialect.compile(model, workspace_pools=["sram"], workspace_io=True)
+    compiled = usmp_dialect.compile(
+        model, workspace_pools=[Pool("sram", size_hint_bytes=unfused - 1)], workspace_io=True
+    )
+    # The cheaper group that fits, not the default's lowest-peak one.
+    assert default.workspace_bytes < compiled.workspace_bytes <= unfused - 1
