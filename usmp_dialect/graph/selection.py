@@ -185,8 +185,12 @@ def select(
     (or without a budget), the cheapest of those reaching the lowest peak, and whether that
     fits. Non-contiguous candidates are left out (the decomposition needs consecutive
     operators)."""
-    usable = [c for c in candidates if len(c.operators) > 1 and _contiguous(c)]
-    positions = [candidates.index(c) for c in usable]
+    positions = [
+        position
+        for position, candidate in enumerate(candidates)
+        if len(candidate.operators) > 1 and _contiguous(candidate)
+    ]
+    usable = [candidates[position] for position in positions]
     base, own = _step_bytes(graph, usable, outside)
     chosen = _cheapest(base, usable, own, budget_bytes) if budget_bytes is not None else None
     fits = chosen is not None
