@@ -155,3 +155,8 @@ def test_group_cost_counts_shifts_and_calls() -> None:
     assert cost.instructions == round(expected)
     longer = group_cost(graph, (0, 1, 2))
     assert longer.instructions > cost.instructions
+
+
+def test_an_empty_graph_selects_nothing() -> None:
+    selection, fits = select(StreamGraph((), ()), [], 0)
+    assert fits and selection.chosen == () and selection.peak_bytes == 0

@@ -203,9 +203,9 @@ def select(
                 low = middle + 1
             else:
                 high = middle
-        chosen = _cheapest(base, usable, own, levels[low]) if levels else ()
-        assert chosen is not None
-        fits = budget_bytes is None or levels[low] <= budget_bytes
+        lowest = levels[low] if levels else 0  # no operators: nothing is live
+        chosen = _cheapest(base, usable, own, lowest) or ()
+        fits = budget_bytes is None or lowest <= budget_bytes
     picked = [usable[c] for c in chosen]
     selection = Selection(
         tuple(positions[c] for c in chosen),
