@@ -176,13 +176,19 @@ def compile(
     from usmp_dialect.passes.usmp import UsmpPass
     from usmp_dialect.project.compiled import assemble
     from usmp_dialect.project.facts import model_identity
-    from usmp_dialect.tools.pool_flags import declare_pools
+    from usmp_dialect.tools.pool_flags import declare_pools, workspace_size_hint_bytes
     from usmp_dialect.tools.usmp_opt import one_line
 
     data, source, frontend = _read(model, frontend)
     declarations = _declarations(workspace_pools, constant_pools, state_pools)
     try:
-        import_options = ImportOptions(fuse=fuse, in_place=in_place, hybrid=hybrid)
+        import_options = ImportOptions(
+            fuse=fuse,
+            in_place=in_place,
+            hybrid=hybrid,
+            workspace_size_hint_bytes=workspace_size_hint_bytes(declarations),
+            workspace_io=workspace_io,
+        )
         planner = UsmpPass(
             algorithm=algorithm,
             workspace_io=workspace_io,

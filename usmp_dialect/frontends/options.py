@@ -25,11 +25,19 @@ class ImportOptions:
     operators, and depthwise convolutions where that lowers the peak), `elementwise`, or `none`
     (`frontends/in_place.py`). `hybrid`: `quantize` as
     LiteRT's hybrid kernels do (the input quantised on the fly, int8 products), `dequantize` in
-    float with the weights dequantised at import."""
+    float with the weights dequantised at import.
+
+    `workspace_size_hint_bytes`: the workspace pool's size hint (`usmp-opt
+    --workspace-pools-size-hint-bytes`): with it the import applies the cheapest set of
+    transformations whose peak fits, or fails naming the lowest peak it reaches (SPEC §12).
+    `workspace_io`: the pipeline plans the model's inputs and outputs in the workspace (U4), so
+    their bytes count against the hint."""
 
     fuse: str = "rows"
     in_place: str = "all"
     hybrid: str = "quantize"
+    workspace_size_hint_bytes: int | None = None
+    workspace_io: bool = False
 
     def __post_init__(self) -> None:
         for option, value, modes in (
@@ -39,3 +47,6 @@ class ImportOptions:
         ):
             if value not in modes:
                 raise ValueError(f"{option} must be one of {', '.join(modes)}, not '{value}'")
+        hint = self.workspace_size_hint_bytes
+        if hint is not None and hint < 0:
+            raise ValueError(f"workspace_size_hint_bytes must not be negative, not {hint}")

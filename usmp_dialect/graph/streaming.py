@@ -20,10 +20,8 @@ which `loops` compresses into counted loops for the emitter (`kernels.streaming`
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-
-from usmp_dialect.graph.graph import Access, Buffer, Graph, Operator, peak_live_bytes
 
 
 @dataclass(frozen=True)
@@ -280,93 +278,26 @@ def group_scratch_bytes(graph: StreamGraph, group: Sequence[int]) -> tuple[int, 
 # ---- which groups --------------------------------------------------------------------------
 
 
-def _peak(
-    graph: StreamGraph, groups: Sequence[tuple[int, ...]], scratch: dict[tuple[int, ...], int]
-) -> int:
-    """The peak of live bytes when `groups` run fused (each one step, its scratch live)."""
-    fused = {index: group for group in groups for index in group}
-    buffers = tuple(Buffer(tensor.name, tensor.size_bytes) for tensor in graph.tensors)
-    operators: list[Operator] = []
-    index = 0
-    while index < len(graph.operators):
-        group = fused.get(index)
-        if group is None:
-            op = graph.operators[index]
-            operators.append(
-                Operator(
-                    op.name,
-                    tuple(Access(t, 0, graph.tensors[t].size_bytes) for t in op.inputs),
-                    tuple(Access(t, 0, graph.tensors[t].size_bytes) for t in op.outputs),
-                )
-            )
-            index += 1
-            continue
-        first, last = graph.operators[group[0]], graph.operators[group[-1]]
-        operators.append(
-            Operator(
-                first.name,
-                tuple(Access(t, 0, graph.tensors[t].size_bytes) for t in first.inputs),
-                tuple(Access(t, 0, graph.tensors[t].size_bytes) for t in last.outputs),
-                scratch_bytes=scratch[group],
-            )
-        )
-        index = group[-1] + 1
-    # Model inputs and outputs count like any tensor, as when they sit inside the workspace
-    # (TFLM's head): live from their first access to their last.
-    return peak_live_bytes(Graph(buffers, tuple(operators)))
+def candidate_groups(graph: StreamGraph) -> list[tuple[int, ...]]:
+    """Every group that may be fused: each contiguous part of two operators or more of each
+    candidate chain, not starting with a reducer."""
+    groups: list[tuple[int, ...]] = []
+    for chain in candidate_chains(graph):
+        for start in range(len(chain)):
+            if graph.operators[chain[start]].kind == "global_reduce":
+                continue
+            groups += [chain[start:stop] for stop in range(start + 2, len(chain) + 1)]
+    return groups
 
 
 def choose_groups(graph: StreamGraph) -> list[Group]:
-    """The fused groups: per candidate chain, the contiguous sub-chain (two operators or more)
-    that lowers the model's peak most, given the groups already chosen; chains are revisited
-    until nothing improves. A chain that does not lower the peak stays unfused."""
-    chains = candidate_chains(graph)
-    scratch: dict[tuple[int, ...], int] = {}
-    buffers: dict[tuple[int, ...], list[LineBuffer]] = {}
+    """The fused groups without a size hint: the cheapest set of candidate groups (the
+    instructions they add, `graph.stream_cost`) that reaches the lowest peak of live bytes any
+    set reaches, the model's inputs and outputs counted (`graph.selection`). A group that does
+    not lower the peak is not applied: it would only add instructions."""
+    from usmp_dialect.graph.selection import choose_stream_groups  # it imports this module
 
-    def scratch_of(group: tuple[int, ...]) -> int:
-        if group not in scratch:
-            scratch[group], buffers[group] = group_scratch_bytes(graph, group)
-        return scratch[group]
-
-    chosen: dict[int, tuple[int, ...]] = {}  # chain index -> group
-    improved = True
-    while improved:
-        improved = False
-        for position, chain in enumerate(chains):
-            others = [group for key, group in chosen.items() if key != position]
-            current = chosen.get(position)
-            best_peak = _peak(
-                graph, others + ([current] if current else []), _scratch_map(chosen, scratch_of)
-            )
-            best = current
-            for start in range(len(chain)):
-                for stop in range(start + 2, len(chain) + 1):
-                    candidate = chain[start:stop]
-                    if graph.operators[candidate[0]].kind == "global_reduce":
-                        continue
-                    table = _scratch_map(chosen, scratch_of)
-                    table[candidate] = scratch_of(candidate)
-                    peak = _peak(graph, [*others, candidate], table)
-                    if peak < best_peak:
-                        best_peak, best = peak, candidate
-            if best is not None and best != current:
-                chosen[position] = best
-                improved = True
-    groups = [chosen[position] for position in sorted(chosen)]
-    result: list[Group] = []
-    table = _scratch_map(chosen, scratch_of)
-    for group in groups:
-        without = _peak(graph, [g for g in groups if g != group], table)
-        with_group = _peak(graph, groups, table)
-        result.append(Group(group, tuple(buffers[group]), scratch[group], without - with_group))
-    return result
-
-
-def _scratch_map(
-    chosen: dict[int, tuple[int, ...]], scratch_of: Callable[[tuple[int, ...]], int]
-) -> dict[tuple[int, ...], int]:
-    return {group: scratch_of(group) for group in chosen.values()}
+    return choose_stream_groups(graph).groups
 
 
 # ---- steps as loops ------------------------------------------------------------------------

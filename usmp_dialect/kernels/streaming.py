@@ -13,9 +13,10 @@ moves the rows a line buffer still needs to its start (`memref.copy`, a `memmove
 buffers and the reducer's sums are arguments: `@main` allocates them (`memref.alloc`), so the
 planner packs them with every other buffer.
 
-A global average pool at the end sums each incoming row per channel in int32 (`%sums`; integer
-sums do not depend on the order) and divides once at the end, rounding as TFLite's reference
-kernel does.
+A global reducer at the end (an AVERAGE_POOL_2D over the whole input, or a MEAN over height and
+width; int8 or float32) sums each incoming row per channel (`%sums`: int32, whose sums do not
+depend on the order, or float32, added in the unfused kernels' order: rows, then columns) and
+finishes once at the end as the unfused kernel does (`_average`).
 """
 
 from __future__ import annotations
@@ -31,15 +32,18 @@ from xdsl.dialects.builtin import (
     IntegerType,
     MemRefType,
     StridedLayoutAttr,
+    f32,
     i32,
     i64,
 )
-from xdsl.ir import Operation
+from xdsl.ir import Attribute, Operation
 from xdsl.rewriter import InsertPoint
 
 from usmp_dialect.graph.streaming import Compute, Loop, Reduce, Shift, Step
 from usmp_dialect.kernels.builder import KernelBuilder, Value, finish, function
+from usmp_dialect.kernels.fixed_point import emit_multiply_by_quantized_multiplier, wrap32
 from usmp_dialect.kernels.module import ModelModule
+from usmp_dialect.kernels.reduce import QuantizedMean, mean_multiplier
 
 DYNAMIC = -9223372036854775808  # MLIR's dynamic offset marker in static_offsets
 
@@ -61,12 +65,16 @@ class StreamLayer:
 
 @dataclass(frozen=True)
 class GlobalAverage:
-    """The reducer: int8 average over every row and column, clamped to `[low, high]`."""
+    """The reducer: the average over every row and column of each channel (int8 or float32),
+    clamped to `[low, high]`. `mean`: an int8 MEAN, requantised as TFLite Micro's
+    `QuantizedMeanOrSum` (`kernels.reduce`) instead of the average pool's rounding division.
+    The output is `[1, 1, 1, C]` or (a MEAN without `keep_dims`) `[1, C]`."""
 
     input_type: MemRefType
     output_type: MemRefType
-    low: int
-    high: int
+    low: int | float
+    high: int | float
+    mean: QuantizedMean | None = None
 
 
 def _strides(shape: Sequence[int]) -> list[int]:
@@ -134,7 +142,7 @@ def fused_rows(
     ]
     if reducer is not None:
         scratch.append(buffer_type(reducer.input_type, 1))
-        scratch.append(MemRefType(i32, [reducer.input_type.get_shape()[3]]))
+        scratch.append(MemRefType(_sum_type(reducer), [reducer.input_type.get_shape()[3]]))
     output_type = reducer.output_type if reducer is not None else layers[-1].output_type
     arguments = [("input", layers[0].input_type), ("output", output_type)]
     arguments += [(f"rows{position}", type_) for position, type_ in enumerate(scratch)]
@@ -245,9 +253,8 @@ def fused_rows(
     if reducer is not None:
         assert sums is not None
         channels = reducer.input_type.get_shape()[3]
-        kernel.loop(
-            0, channels, lambda c, _: kernel.store(kernel.constant(0, i32), sums, [c]) or []
-        )
+        zero = kernel.constant(0, _sum_type(reducer))
+        kernel.loop(0, channels, lambda c, _: kernel.store(zero, sums, [c]) or [])
     for loop in plan:
         if loop.count == 1:
             for step in loop.body:
@@ -306,15 +313,23 @@ def _constants_as_arguments(function_op: func.FuncOp) -> list[tuple[str, MemRefT
     return globals_
 
 
+def _sum_type(reducer: GlobalAverage) -> Attribute:
+    """int32 sums of int8 rows, float32 sums of float rows."""
+    return i32 if isinstance(reducer.input_type.element_type, IntegerType) else f32
+
+
 def _accumulate(kernel: KernelBuilder, row: Value, sums: Value) -> None:
-    """`sums[c] += row[0, 0, x, c]` over the row's columns."""
+    """`sums[c] += row[0, 0, x, c]` over the row's columns (float: in the order the unfused
+    kernels add, rows then columns, so the float sums are the same)."""
     row_type = row.type
     assert isinstance(row_type, MemRefType)
     _, _, width, channels = row_type.get_shape()
+    integer = isinstance(row_type.element_type, IntegerType)
 
     def channel(c: Value, _: Sequence[Value]) -> list[Value]:
         def column(x: Value, total: Sequence[Value]) -> list[Value]:
-            return [kernel.add(total[0], kernel.cast(kernel.load(row, [0, 0, x, c]), i32))]
+            value = kernel.load(row, [0, 0, x, c])
+            return [kernel.add(total[0], kernel.cast(value, i32) if integer else value)]
 
         (total,) = kernel.loop(0, width, column, [kernel.load(sums, [c])])
         kernel.store(total, sums, [c])
@@ -324,21 +339,36 @@ def _accumulate(kernel: KernelBuilder, row: Value, sums: Value) -> None:
 
 
 def _average(kernel: KernelBuilder, reducer: GlobalAverage, sums: Value, target: Value) -> None:
-    """The int8 average of every channel's sum: TFLite's `(sum +- count / 2) / count`
-    (rounding half away from zero), clamped."""
+    """Every channel's sum into the output, as the unfused kernels finish: the int8 average
+    pool's `(sum +- count / 2) / count` (rounding half away from zero, `kernels.pooling`), an
+    int8 MEAN's `QuantizedMeanOrSum` (`kernels.reduce`), float `sum / count`; then clamped."""
     _, height, width, channels = reducer.input_type.get_shape()
     count = height * width
     element = reducer.output_type.element_type
-    assert isinstance(element, IntegerType)
+    rank = len(reducer.output_type.get_shape())
 
     def channel(c: Value, _: Sequence[Value]) -> list[Value]:
         total = kernel.load(sums, [c])
-        half = count // 2
-        positive = kernel.cmp("sgt", total, 0)
-        rounded = kernel.select(positive, kernel.add(total, half), kernel.sub(total, half))
-        average = kernel.div(rounded, count)
-        value = kernel.cast(kernel.clamp(average, reducer.low, reducer.high), element)
-        kernel.store(value, target, [0, 0, 0, c])
+        if not isinstance(element, IntegerType):
+            value = kernel.div(total, kernel.constant(float(count), f32))
+            if reducer.low != float("-inf"):
+                value = kernel.max(value, float(reducer.low))
+            if reducer.high != float("inf"):
+                value = kernel.min(value, float(reducer.high))
+        elif reducer.mean is not None:
+            quantized = reducer.mean
+            multiplier, shift = mean_multiplier(quantized.multiplier, quantized.shift, count)
+            offset = kernel.sub(total, wrap32(quantized.input_zero_point * count))
+            scaled = emit_multiply_by_quantized_multiplier(kernel, offset, multiplier, shift)
+            shifted = kernel.add(scaled, quantized.output_zero_point)
+            value = kernel.cast(kernel.clamp(shifted, int(reducer.low), int(reducer.high)), element)
+        else:
+            half = count // 2
+            positive = kernel.cmp("sgt", total, 0)
+            rounded = kernel.select(positive, kernel.add(total, half), kernel.sub(total, half))
+            average = kernel.div(rounded, count)
+            value = kernel.cast(kernel.clamp(average, int(reducer.low), int(reducer.high)), element)
+        kernel.store(value, target, [0] * (rank - 1) + [c])
         return []
 
     kernel.loop(0, channels, channel)

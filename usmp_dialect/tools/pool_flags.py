@@ -77,6 +77,19 @@ class PoolDeclaration:
     """The linker section of an internal pool (SPEC §11)."""
 
 
+def workspace_size_hint_bytes(declarations: Sequence[PoolDeclaration]) -> int | None:
+    """The bytes a model import may plan for its activations (SPEC §12): the size hints of the
+    declared workspace pools added up (exact for one pool); None unless every one has a hint."""
+    hints = [
+        dict(declaration.integer_properties).get("size_hint_bytes")
+        for declaration in declarations
+        if declaration.kind == "workspace"
+    ]
+    if not hints or any(hint is None for hint in hints):
+        return None
+    return sum(hint for hint in hints if hint is not None)
+
+
 def _dest(flag: str) -> str:
     return flag.removeprefix("--").replace("-", "_")
 

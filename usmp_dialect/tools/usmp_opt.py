@@ -73,6 +73,7 @@ from usmp_dialect.tools.pool_flags import (
     add_pool_arguments,
     declare_pools,
     pool_declarations,
+    workspace_size_hint_bytes,
 )
 from usmp_dialect.tools.progress import (
     clear_progress,
@@ -422,7 +423,11 @@ class UsmpOptMain(xDSLOptMain):
             self._model_bytes = stream.read()
             importer = factory()
             options = ImportOptions(
-                fuse=self.args.fuse, in_place=self.args.in_place, hybrid=self.args.hybrid
+                fuse=self.args.fuse,
+                in_place=self.args.in_place,
+                hybrid=self.args.hybrid,
+                workspace_size_hint_bytes=workspace_size_hint_bytes(self.pool_declarations),
+                workspace_io=self._workspace_io(),
             )
             try:
                 module = importer(self._model_bytes, self.get_input_name(), options)
@@ -432,6 +437,17 @@ class UsmpOptMain(xDSLOptMain):
             return module
 
         return parse_model
+
+    def _workspace_io(self) -> bool:
+        """Whether the pipeline plans the model's inputs and outputs in the workspace (U4)."""
+        from usmp_dialect.passes.create_io_allocates import UsmpCreateIoAllocatesPass
+        from usmp_dialect.passes.usmp import UsmpPass
+
+        return any(
+            isinstance(spec, UsmpCreateIoAllocatesPass)
+            or (isinstance(spec, UsmpPass) and spec.workspace_io)
+            for spec in self.pipeline.passes
+        )
 
     def prepare_input(self) -> tuple[list[tuple[IO[bytes], int]], str]:
         try:

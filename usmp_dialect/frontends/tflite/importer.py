@@ -293,10 +293,15 @@ class TfliteImporter:
         graph: Graph,
         options: ImportOptions | None = None,
         depthwise: frozenset[int] = frozenset(),
+        lowest: bool = False,
     ) -> None:
         self.graph = graph
         self.options = options or ImportOptions()
         self.fuse = self.options.fuse  # "rows": fused row streaming where it lowers the peak
+        # With a size hint: the groups reaching the lowest peak rather than the cheapest that
+        # fit (`import_graph` retries so when the program misses the hint).
+        self.lowest = lowest
+        self.stream_fits = True  # whether the chosen groups' peak fits the size hint
         self.module = ModelModule()
         self.names = TensorNames()  # short SSA names / C identifiers of the tensors
         self.folded: dict[int, np.ndarray] = {}
@@ -447,15 +452,23 @@ class TfliteImporter:
         if self.fuse == "none":
             return {}, set()
         from usmp_dialect.frontends.tflite.streaming import stream_graph
-        from usmp_dialect.graph.streaming import choose_groups
+        from usmp_dialect.graph.selection import choose_stream_groups
 
         stream = stream_graph(self)
+        hint = self.options.workspace_size_hint_bytes
+        # Without a hint the choice counts the inputs and outputs (as TFLM's head does); with
+        # one, as the pipeline's planner will: outside the workspace unless U4.
+        outside: frozenset[int] = frozenset()
+        if hint is not None and not self.options.workspace_io:
+            outside = frozenset(self.graph.inputs) | frozenset(self.graph.outputs)
+        choice = choose_stream_groups(stream, hint, outside, self.lowest)
+        self.stream_fits = choice.fits
         starts: dict[int, tuple[object, object]] = {}
         inside: set[int] = set()
         # A group lists positions in the graph's operators; a folded PAD left a gap in the
         # operators' indices (`folding.py`).
         operators = self.graph.operators
-        for group in choose_groups(stream):
+        for group in choice.groups:
             starts[operators[group.operators[0]].index] = (stream, group)
             inside.update(operators[position].index for position in group.operators)
         return starts, inside
@@ -765,11 +778,60 @@ def import_graph(graph: Graph, options: ImportOptions | None = None) -> ModuleOp
         graph = fold_padding(graph)
     importer = TfliteImporter(graph, options)
     module = importer.run()
+    if options.workspace_size_hint_bytes is not None:
+        return _within_hint(graph, options, importer, module)
     chosen = choose_depthwise(module, importer.depthwise_candidates, graph)
     if not chosen:
         return module
     transformed = TfliteImporter(graph, options, chosen).run()
     return transformed if lowers_peak(module, transformed) else module
+
+
+def _within_hint(
+    graph: Graph, options: ImportOptions, importer: TfliteImporter, module: ModuleOp
+) -> ModuleOp:
+    """The import under a workspace size hint (SPEC §12): the fused groups are the cheapest
+    whose peak fits (`graph.selection`); depthwise convolutions run in place (a copy of every
+    output element) only when the program does not fit without them; when the program still
+    misses the hint, the groups reaching the lowest peak are tried; when nothing fits, the
+    program of the lowest peak reached (whose planning then fails)."""
+    from usmp_dialect.frontends.size_hint import program_peak_bytes
+
+    hint = options.workspace_size_hint_bytes
+    assert hint is not None
+
+    def peak_of(program: ModuleOp) -> int:
+        peak = program_peak_bytes(program, options.workspace_io)
+        return peak if peak is not None else 0
+
+    attempts: list[TfliteImporter | None] = [importer]
+    if importer.stream_fits and options.fuse != "none":
+        attempts.append(None)  # the lowest-peak groups, imported when needed
+    best: tuple[int, ModuleOp] | None = None
+    for attempt in attempts:
+        if attempt is None:
+            attempt = TfliteImporter(graph, options, lowest=True)
+            program = attempt.run()
+        else:
+            program = module
+        peak = peak_of(program)
+        if peak <= hint:
+            return program
+        chosen = choose_depthwise(program, attempt.depthwise_candidates, graph)
+        if chosen:
+            in_place = TfliteImporter(graph, options, chosen, lowest=attempt.lowest).run()
+            in_place_peak = peak_of(in_place)
+            if in_place_peak <= hint:
+                return in_place
+            if in_place_peak < peak:
+                program, peak = in_place, in_place_peak
+        if best is None or peak < best[0]:
+            best = (peak, program)
+    assert best is not None
+    # Nothing fits: the lowest-peak program goes on, and planning fails on it with its one-line
+    # error naming that peak, the operator running then and the tensors live (SPEC §12), after
+    # `--analyze` printed its table.
+    return best[1]
 
 
 def choose_depthwise(module: ModuleOp, candidates: list[int], graph: Graph) -> frozenset[int]:

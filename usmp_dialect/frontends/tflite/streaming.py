@@ -2,8 +2,9 @@
 emission of a chosen group through the operators' own kernels (`kernels.streaming`).
 
 Streamable: int8 and float32 CONV_2D, DEPTHWISE_CONV_2D, AVERAGE_POOL_2D and MAX_POOL_2D of
-batch 1 (a window of input rows per output row), and an int8 AVERAGE_POOL_2D whose window is
-the whole input (VALID, a 1 x 1 output: the global reducer). Every other operator is opaque.
+batch 1 (a window of input rows per output row), and, ending a chain, a global reducer: an int8
+or float32 AVERAGE_POOL_2D whose window is the whole input (VALID, a 1 x 1 output) or MEAN over
+height and width. Every other operator is opaque.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from usmp_dialect.dialects.usmp import TENSOR_ATTRIBUTE, OperatorFacts
 from usmp_dialect.frontends.errors import ModelImportError
 from usmp_dialect.frontends.tflite.importer import OperatorContext, TfliteImporter
 from usmp_dialect.frontends.tflite.macs import operator_macs
-from usmp_dialect.frontends.tflite.ops.common import FLOAT32, INT8, window
+from usmp_dialect.frontends.tflite.ops.common import FLOAT32, INT8, quantization, window
 from usmp_dialect.frontends.tflite.ops.conv import convolution_kernel
 from usmp_dialect.frontends.tflite.ops.pooling import pooling_parameters
 from usmp_dialect.frontends.tflite.reader import Graph, Operator
@@ -34,25 +35,51 @@ from usmp_dialect.graph.streaming import (
     schedule,
 )
 from usmp_dialect.kernels.conv import Window
+from usmp_dialect.kernels.fixed_point import quantize_multiplier
 from usmp_dialect.kernels.module import mark_operator, memref_of
 from usmp_dialect.kernels.pooling import Pool, pool2d
+from usmp_dialect.kernels.reduce import QuantizedMean
 from usmp_dialect.kernels.streaming import GlobalAverage, StreamLayer, fused_rows
 
 _WINDOWED = ("CONV_2D", "DEPTHWISE_CONV_2D", "AVERAGE_POOL_2D", "MAX_POOL_2D")
 
 
-def _is_global_average(graph: Graph, op: Operator) -> bool:
-    if op.opcode != "AVERAGE_POOL_2D":
+def _is_global_reduce(importer: TfliteImporter, op: Operator) -> bool:
+    """Whether `op` reduces a batch-1 NHWC int8 or float32 tensor over its whole height and
+    width: an AVERAGE_POOL_2D whose window is the input (VALID, a 1 x 1 output), or a MEAN over
+    axes 1 and 2 (with or without `keep_dims`; int8 with one scale per tensor)."""
+    graph = importer.graph
+    if op.opcode not in ("AVERAGE_POOL_2D", "MEAN") or not op.inputs or len(op.outputs) != 1:
         return False
     source, output = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
-    options = op.option(tflite.Pool2DOptions)
-    return (
-        source.dtype == INT8
-        and options is not None
-        and options.Padding() == tflite.Padding.VALID
-        and tuple(output.shape[1:3]) == (1, 1)
-        and (options.FilterHeight(), options.FilterWidth()) == tuple(source.shape[1:3])
-    )
+    if len(source.shape) != 4 or source.shape[0] != 1 or source.dtype not in (INT8, FLOAT32):
+        return False
+    if output.dtype != source.dtype or importer.constant_value(source) is not None:
+        return False
+    channels = source.shape[3]
+    if op.opcode == "AVERAGE_POOL_2D":
+        options = op.option(tflite.Pool2DOptions)
+        return (
+            options is not None
+            and options.Padding() == tflite.Padding.VALID
+            and tuple(output.shape) == (1, 1, 1, channels)
+            and (options.FilterHeight(), options.FilterWidth()) == tuple(source.shape[1:3])
+        )
+    if len(op.inputs) != 2 or op.inputs[1] < 0:
+        return False
+    axes = importer.constant_value(graph.tensors[op.inputs[1]])
+    if axes is None or axes.dtype != np.int32:
+        return False
+    if {int(axis) % 4 for axis in axes.reshape(-1)} != {1, 2} or axes.size > 2:
+        return False
+    if tuple(output.shape) not in ((1, 1, 1, channels), (1, channels)):
+        return False
+    if source.dtype == INT8:
+        return all(
+            tensor.quantization is not None and len(tensor.quantization.scales) == 1
+            for tensor in (source, output)
+        )
+    return True
 
 
 def _row_window(importer: TfliteImporter, op: Operator) -> RowWindow | None:
@@ -127,7 +154,7 @@ def stream_graph(importer: TfliteImporter) -> StreamGraph:
         )
         outputs = tuple(i for i in op.outputs if i >= 0)
         name = f"{op.opcode.lower()}_{op.index}"
-        if _is_global_average(graph, op):
+        if _is_global_reduce(importer, op):
             channels = graph.tensors[op.inputs[0]].shape[3]
             operators.append(
                 StreamOperator(name, "global_reduce", activations, outputs, None, 4 * channels)
@@ -185,14 +212,24 @@ def _with_top(full: Window, top_pad: int) -> Window:
 
 
 def _reducer(context: OperatorContext) -> GlobalAverage:
-    pool: Pool = pooling_parameters(context)
+    """The group's final reducer, finishing as its unfused handler does (`ops/pooling.py`,
+    `ops/reduce.py`)."""
     source, output = context.tensor(0), context.tensor(0, output=True)
-    return GlobalAverage(
-        memref_of(source.shape, source.dtype),
-        memref_of(output.shape, output.dtype),
-        int(pool.activation_min),
-        int(pool.activation_max),
-    )
+    input_type = memref_of(source.shape, source.dtype)
+    output_type = memref_of(output.shape, output.dtype)
+    if context.op.opcode == "MEAN":
+        if source.dtype != INT8:
+            return GlobalAverage(input_type, output_type, float("-inf"), float("inf"))
+        source_q, output_q = quantization(context, source), quantization(context, output)
+        multiplier, shift = quantize_multiplier(source_q.scale / output_q.scale)
+        mean = QuantizedMean(source_q.zero_point, multiplier, shift, output_q.zero_point)
+        return GlobalAverage(input_type, output_type, -128, 127, mean)
+    pool: Pool = pooling_parameters(context)
+    if source.dtype == INT8:
+        return GlobalAverage(
+            input_type, output_type, int(pool.activation_min), int(pool.activation_max)
+        )
+    return GlobalAverage(input_type, output_type, pool.activation_min, pool.activation_max)
 
 
 def group_name(graph: Graph, group: Group) -> str:
