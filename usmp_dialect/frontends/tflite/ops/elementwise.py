@@ -127,14 +127,23 @@ def _quantized_mul(context: OperatorContext, activation: str) -> QuantizedMul:
 def binary_arithmetic(context: OperatorContext) -> None:
     if fold_constant_arithmetic(context):  # shape arithmetic on constants
         return
-    opcode = context.op.opcode
     if len(context.op.inputs) != 2:
         raise context.fail(f"{len(context.op.inputs)} inputs, 2 expected")
+    lhs, rhs, output = context.tensor(0), context.tensor(1), context.tensor(0, output=True)
+    require_types(context, lhs, rhs, output, allowed=INT16_ACTIVATION_TYPES)
+    check_broadcast(context)
+    arithmetic, dtype = binary_arithmetic_of(context)
+    emit_broadcast(context, arithmetic, dtype, in_place=True)
+
+
+def binary_arithmetic_of(context: OperatorContext) -> tuple[BinaryArithmetic, np.dtype]:
+    """What ADD, SUB or MUL computes per element (fused activation included) and its type;
+    also the row functions of a streamed one (`frontends.tflite.streaming`)."""
+    opcode = context.op.opcode
     options = context.op.option(_OPTIONS[opcode])
     activation = fused_activation(context, options.FusedActivationFunction() if options else 0)
     lhs, rhs, output = context.tensor(0), context.tensor(1), context.tensor(0, output=True)
     dtype = require_types(context, lhs, rhs, output, allowed=INT16_ACTIVATION_TYPES)
-    check_broadcast(context)
     if dtype in (INT8, INT16):
         arithmetic: BinaryArithmetic = (
             _quantized_mul(context, activation)
@@ -143,7 +152,7 @@ def binary_arithmetic(context: OperatorContext) -> None:
         )
     else:
         arithmetic = FloatBinary(opcode.lower(), float_activation(activation))
-    emit_broadcast(context, arithmetic, dtype, in_place=True)
+    return arithmetic, dtype
 
 
 def check_broadcast(context: OperatorContext) -> None:
