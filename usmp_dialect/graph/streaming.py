@@ -501,11 +501,11 @@ def _peak(
 
 
 def choose_groups(graph: StreamGraph) -> list[Group]:
-    """The fused groups: per candidate run (`candidate_runs`), the contiguous part that is a
-    group (`is_group`: two operators or more) and lowers the model's peak most, given the
-    groups already chosen; runs are revisited until nothing improves. A run that does not
-    lower the peak stays unfused."""
-    chains = candidate_runs(graph)
+    """The fused groups: repeatedly the contiguous part of a candidate run (`candidate_runs`)
+    that is a group (`is_group`: two operators or more) and lowers the model's peak most,
+    replacing the chosen groups it overlaps, until nothing lowers the peak. Operators no group
+    lowers the peak with stay unfused."""
+    runs = candidate_runs(graph)
     readers = _readers(graph)
     scratch: dict[tuple[int, ...], int] = {}
     buffers: dict[tuple[int, ...], list[LineBuffer]] = {}
@@ -515,30 +515,28 @@ def choose_groups(graph: StreamGraph) -> list[Group]:
             scratch[group], buffers[group] = group_scratch_bytes(graph, group)
         return scratch[group]
 
-    chosen: dict[int, tuple[int, ...]] = {}  # chain index -> group
-    improved = True
-    while improved:
-        improved = False
-        for position, chain in enumerate(chains):
-            others = [group for key, group in chosen.items() if key != position]
-            current = chosen.get(position)
-            best_peak = _peak(
-                graph, others + ([current] if current else []), _scratch_map(chosen, scratch_of)
-            )
-            best = current
-            for start in range(len(chain)):
-                for stop in range(start + 2, len(chain) + 1):
-                    candidate = chain[start:stop]
-                    if not is_group(graph, candidate, readers):
-                        continue
-                    table = _scratch_map(chosen, scratch_of)
-                    table[candidate] = scratch_of(candidate)
-                    peak = _peak(graph, [*others, candidate], table)
-                    if peak < best_peak:
-                        best_peak, best = peak, candidate
-            if best is not None and best != current:
-                chosen[position] = best
-                improved = True
+    candidates = [
+        run[start:stop]
+        for run in runs
+        for start in range(len(run))
+        for stop in range(start + 2, len(run) + 1)
+        if is_group(graph, run[start:stop], readers)
+    ]
+    current: list[tuple[int, ...]] = []
+    current_peak = _peak(graph, current, {})
+    while True:
+        best: list[tuple[int, ...]] | None = None
+        for candidate in candidates:
+            if candidate in current:
+                continue
+            trial = _with_group(graph, current, candidate, readers)
+            peak = _peak(graph, trial, {group: scratch_of(group) for group in trial})
+            if peak < current_peak:
+                current_peak, best = peak, trial
+        if best is None:
+            break
+        current = best
+    chosen = dict(enumerate(current))
     groups = [chosen[position] for position in sorted(chosen)]
     result: list[Group] = []
     table = _scratch_map(chosen, scratch_of)
@@ -547,6 +545,26 @@ def choose_groups(graph: StreamGraph) -> list[Group]:
         with_group = _peak(graph, groups, table)
         result.append(Group(group, tuple(buffers[group]), scratch[group], without - with_group))
     return result
+
+
+def _with_group(
+    graph: StreamGraph,
+    groups: Sequence[tuple[int, ...]],
+    candidate: tuple[int, ...],
+    readers: dict[int, list[int]],
+) -> list[tuple[int, ...]]:
+    """`groups` with `candidate`: a group it overlaps keeps its parts before and after the
+    candidate that are groups themselves (so a long group can give way to two shorter ones)."""
+    members = set(candidate)
+    trial = [candidate]
+    for group in groups:
+        if members.isdisjoint(group):
+            trial.append(group)
+            continue
+        before = tuple(index for index in group if index < candidate[0])
+        after = tuple(index for index in group if index > candidate[-1])
+        trial += [part for part in (before, after) if is_group(graph, part, readers)]
+    return sorted(trial)
 
 
 def _scratch_map(
