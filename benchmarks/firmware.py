@@ -8,6 +8,7 @@ Run by hand (not in CI), from the checkout with the virtualenv active (needs the
     python benchmarks/firmware.py --save-json before.json        # keep the figures ...
     python benchmarks/firmware.py --baseline before.json         # ... and show them beside
     python benchmarks/firmware.py --models '' --add-rows a.json --add-rows b.json  # join runs
+    python benchmarks/firmware.py --models resnet8 --usmp-opt-flag=--fuse=none  # unfused
 
 Each model (the MLPerf Tiny int8 models of `examples/mlperf_tiny`: kws = kws_ref_model, vww =
 vww_96_int8, resnet8 = pretrainedResnet_quant, ad = ad01_int8, str_ww = str_ww_ref_model) is
@@ -113,11 +114,13 @@ def largest_frame(stack_usage: Path) -> int:
     return max(frames, default=0)
 
 
-def measure(name: str, cpus: list[firmware.Cpu], directory: Path) -> list[Row]:
+def measure(
+    name: str, cpus: list[firmware.Cpu], directory: Path, flags: list[str] | None = None
+) -> list[Row]:
     report = directory / f"{name}-plan.json"
     pipeline = "usmp-import-memref,convert-linalg-to-loops," + f'usmp{{report="{report}"}}'
     started = time.perf_counter()
-    model = firmware.model_from_file(model_path(name), pipeline=pipeline)
+    model = firmware.model_from_file(model_path(name), pipeline=pipeline, flags=flags or [])
     lower_s = time.perf_counter() - started
     plan = json.loads(report.read_text())
     pools = {pool["kind"]: pool for pool in plan["pools"]}
@@ -253,6 +256,12 @@ def main() -> int:
         help="JSON of an earlier --save-json whose rows join the table (--models '' to "
         "measure nothing)",
     )
+    parser.add_argument(
+        "--usmp-opt-flag",
+        action="append",
+        default=[],
+        help="a usmp-opt flag for every model, e.g. --usmp-opt-flag=--fuse=none (repeatable)",
+    )
     arguments = parser.parse_args()
     missing = firmware.toolchain_missing()
     if missing:
@@ -262,7 +271,7 @@ def main() -> int:
     rows: list[Row] = []
     with tempfile.TemporaryDirectory(prefix="usmp-firmware-bench-") as temporary:
         for name in filter(None, arguments.models.split(",")):
-            rows += measure(name, cpus, Path(temporary))
+            rows += measure(name, cpus, Path(temporary), arguments.usmp_opt_flag)
     for saved in arguments.add_rows:
         rows += [Row(**fields) for fields in json.loads(saved.read_text()).values()]
     if arguments.save_json:
