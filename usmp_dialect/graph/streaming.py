@@ -9,13 +9,19 @@ so the whole tensor is never live; every row is computed exactly once (no recomp
 global reducer at the end (a global average pool) consumes rows as they come into a per-channel
 int32 sum, so its input is never more than one row either.
 
+A group need not be a chain: a tensor may have several readers inside it (a residual block's
+input, read by its first convolution and by the ADD that closes the block), and an elementwise
+operator (ADD, MUL) reads the same row of two streamed branches. Such a tensor keeps every row
+some reader's next window still needs.
+
 This module decides on a description of the operators (no IR, no model format): `StreamGraph`
-lists the tensors (height, bytes per row, whether something outside a chain sees them) and the
-operators in program order; `candidate_chains` finds the maximal chains, `choose_groups` keeps
-the sub-chains that lower the model's peak of live bytes (the liveness of `graph.graph`: a
-tensor is live from its producer to its last reader, model inputs from the start and outputs to
-the end), and `schedule` turns a group into its steps — shift a line buffer, compute a row —
-which `loops` compresses into counted loops for the emitter (`kernels.streaming`).
+lists the tensors (height, bytes per row, whether something outside the operators sees them)
+and the operators in program order; `candidate_runs` finds the runs of row operators,
+`is_group` the parts of them that can be fused, `choose_groups` keeps the groups that lower the
+model's peak of live bytes (the liveness of `graph.graph`: a tensor is live from its producer to
+its last reader, model inputs from the start and outputs to the end), and `schedule` turns a
+group into its steps — shift a line buffer, compute a row — which `loops` compresses into
+counted loops for the emitter (`kernels.streaming`).
 """
 
 from __future__ import annotations
@@ -55,7 +61,8 @@ class StreamTensor:
     height: int
     row_bytes: int
     pinned: bool = False
-    """Model input or output, or read by more than one operator: never a line buffer."""
+    """Seen whole by something other than the operators (a model input or output, a Concat
+    slice): never a line buffer. (Several readers are no pin: a group may hold them all.)"""
 
     @property
     def size_bytes(self) -> int:

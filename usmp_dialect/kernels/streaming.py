@@ -1,7 +1,8 @@
 """A fused group of operators as one function that produces its output row by row
 (`usmp_dialect.graph.streaming` decides the group and its steps).
 
-`@fused_<first>__<last>(%input, %output, %rows_1, ..., [%sums])` runs the group's steps as
+`@fused_<first>__<last>(%input, %output, %rows_1, ..., [%sums])` (several inputs: `%input0`,
+`%input1`, ...; `Wiring` says which layer reads and writes which) runs the group's steps as
 counted loops: a step computes one output row of one layer by calling that layer's *row
 function* — the layer's own kernel (`conv2d`, `pool2d`, ...) emitted for an input of just the
 rows one window reads and an output of one row — on a `memref.subview` of its input (the model

@@ -2,8 +2,10 @@
 emission of a chosen group through the operators' own kernels (`kernels.streaming`).
 
 Streamable: int8 and float32 CONV_2D, DEPTHWISE_CONV_2D, AVERAGE_POOL_2D and MAX_POOL_2D of
-batch 1 (a window of input rows per output row), and an int8 AVERAGE_POOL_2D whose window is
-the whole input (VALID, a 1 x 1 output: the global reducer). Every other operator is opaque.
+batch 1 (a window of input rows per output row), ADD, SUB and MUL of two activations of the
+output's shape (one row of each per output row: residual blocks), and an int8 AVERAGE_POOL_2D
+whose window is the whole input (VALID, a 1 x 1 output: the global reducer). Every other
+operator is opaque.
 """
 
 from __future__ import annotations
