@@ -39,13 +39,26 @@ from usmp_dialect.graph.streaming import (
     slots,
 )
 from usmp_dialect.kernels.conv import Window
-from usmp_dialect.kernels.elementwise import Operand, binary
+from usmp_dialect.kernels.elementwise import Operand, binary, unary_rows
 from usmp_dialect.kernels.module import mark_operator, memref_of
 from usmp_dialect.kernels.pooling import Pool, pool2d
 from usmp_dialect.kernels.streaming import GlobalAverage, StreamLayer, Wiring, fused_rows
 
 _WINDOWED = ("CONV_2D", "DEPTHWISE_CONV_2D", "AVERAGE_POOL_2D", "MAX_POOL_2D")
 _BINARY = ("ADD", "SUB", "MUL")
+# One-input operators of `emit_unary` that stream as one-row windows.
+_UNARY = (
+    "RELU",
+    "RELU6",
+    "LEAKY_RELU",
+    "HARD_SWISH",
+    "ELU",
+    "ABS",
+    "LOGISTIC",
+    "TANH",
+    "QUANTIZE",
+    "DEQUANTIZE",
+)
 
 
 def _is_global_average(graph: Graph, op: Operator) -> bool:
@@ -75,6 +88,22 @@ def _is_elementwise(importer: TfliteImporter, op: Operator, activations: tuple[i
         len(output.shape) == 4
         and output.shape[0] == 1
         and all(t.shape == output.shape and t.dtype == output.dtype for t in tensors)
+        and output.dtype in (INT8, FLOAT32)
+    )
+
+
+def _is_unary(importer: TfliteImporter, op: Operator, activations: tuple[int, ...]) -> bool:
+    """An activation, QUANTIZE or DEQUANTIZE of an int8 or float32 NHWC activation into a tensor
+    of its shape: output row y is a function of input row y."""
+    if op.opcode not in _UNARY or len(activations) != 1 or len(op.outputs) != 1:
+        return False
+    source, output = importer.graph.tensors[activations[0]], importer.graph.tensors[op.outputs[0]]
+    return (
+        op.inputs[0] == activations[0]
+        and len(output.shape) == 4
+        and output.shape[0] == 1
+        and source.shape == output.shape
+        and source.dtype in (INT8, FLOAT32)
         and output.dtype in (INT8, FLOAT32)
     )
 
@@ -159,7 +188,7 @@ def stream_graph(importer: TfliteImporter) -> StreamGraph:
             continue
         row_window = _row_window(importer, op)
         kind = "window" if row_window is not None and len(activations) == 1 else "opaque"
-        if _is_elementwise(importer, op, activations):
+        if _is_elementwise(importer, op, activations) or _is_unary(importer, op, activations):
             row_window, kind = RowWindow(1, 1, 1, 0), "window"
         output = graph.tensors[outputs[0]] if outputs else None
         # int8 CONV_2D blocks two output positions down a 1-wide output (kernels.conv): two
@@ -187,6 +216,8 @@ def _layer(context: OperatorContext) -> StreamLayer:
     output_type = memref_of(output.shape, output.dtype)
     if op.opcode in _BINARY:
         return _elementwise_layer(context, input_type, output_type)
+    if op.opcode in _UNARY:
+        return _unary_layer(context, input_type, output_type)
     if op.opcode in ("CONV_2D", "DEPTHWISE_CONV_2D"):
         emit, full = convolution_kernel(context)
 
@@ -233,6 +264,26 @@ def _elementwise_layer(
         (memref_of(other.shape, other.dtype),),
         rows,
     )
+
+
+def _unary_layer(
+    context: OperatorContext, input_type: MemRefType, output_type: MemRefType
+) -> StreamLayer:
+    """An activation (QUANTIZE, DEQUANTIZE) on one row: the arithmetic its handler emits
+    (`UnaryCapture`), element by element as the unfused kernel."""
+    from usmp_dialect.frontends.tflite.importer import OPERATORS
+    from usmp_dialect.frontends.tflite.ops.elementwise import UnaryCapture
+
+    capture = UnaryCapture(context.importer, context.op)
+    OPERATORS[context.op.opcode](capture)
+    arithmetic = capture.arithmetic
+    if arithmetic is None:
+        raise context.fail("cannot run row by row")  # the handler chose another kernel
+
+    def rows(name: str, in_type: MemRefType, out_type: MemRefType, _: int) -> None:
+        unary_rows(context.module, name, in_type, out_type, arithmetic)
+
+    return StreamLayer(context.name, input_type, output_type, rows)
 
 
 def _with_top(full: Window, top_pad: int) -> Window:

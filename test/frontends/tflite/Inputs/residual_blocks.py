@@ -5,7 +5,8 @@ Blocks: `basic` (ResNet: two 3x3 convolutions and an ADD with RELU of the stem's
 `stride2` (ResNet's downsampling block: a 3x3 stride-2 convolution and a 3x3 one on one side,
 a 1x1 stride-2 shortcut on the other, ADD), `inverted` (MobileNetV2: 1x1 expansion, 3x3
 depthwise, 1x1 projection, ADD of the block input), `mul` (a 3x3 convolution and a 3x3
-depthwise convolution of one tensor, multiplied). Usage:
+depthwise convolution of one tensor, multiplied), `activations` (one-row operators inside a
+chain: RELU, a requantising QUANTIZE, LOGISTIC and RELU6 between convolutions). Usage:
 python residual_blocks.py OUT.tflite [BLOCK] [SEED] [HEIGHT]"""
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import tflite
 from usmp_dialect.testing.tflite_writer import OperatorSpec, TensorSpec, write_model
 
 SAME, VALID = tflite.Padding.SAME, tflite.Padding.VALID
-BLOCKS = ("basic", "stride2", "inverted", "mul")
+BLOCKS = ("basic", "stride2", "inverted", "mul", "activations")
 RELU = 1
 
 
@@ -31,8 +32,10 @@ def residual_model(
     operators: list[OperatorSpec] = []
     shapes: dict[int, tuple[int, ...]] = {}
 
-    def activation(shape: tuple[int, ...]) -> int:
+    def activation(shape: tuple[int, ...], quantization: tuple[float, int] | None = None) -> int:
         scale, zero_point = float(rng.uniform(0.03, 0.08)), int(rng.integers(-20, 20))
+        if quantization is not None:
+            scale, zero_point = quantization
         tensors.append(
             TensorSpec(f"t{len(tensors)}", np.int8, shape, scales=[scale], zero_points=[zero_point])
         )
@@ -108,6 +111,14 @@ def residual_model(
         operators.append(OperatorSpec(opcode, [lhs, rhs], [output], options, fields))
         return output
 
+    def unary(opcode: str, source: int, quantization: tuple[float, int] | None = None) -> int:
+        output = activation(shapes[source], quantization)
+        operators.append(OperatorSpec(opcode, [source], [output]))
+        return output
+
+    def same(source: int) -> tuple[float, int]:
+        return tensors[source].scales[0], tensors[source].zero_points[0]  # type: ignore[index]
+
     x = activation((1, height, width, 3))
     stem = conv(x, 8, 3)
     if block == "basic":
@@ -124,6 +135,12 @@ def residual_model(
         t = binary("ADD", stem, projected, relu=False)
     elif block == "mul":
         t = binary("MUL", conv(stem, 8, 3), conv(stem, 0, 3, depthwise=True), relu=False)
+    elif block == "activations":
+        rectified = unary("RELU", conv(stem, 8, 3, relu=False), same(stem))
+        requantised = unary("QUANTIZE", conv(rectified, 8, 3, relu=False))
+        squashed = unary("LOGISTIC", requantised, (1 / 256, -128))
+        filtered = conv(squashed, 0, 3, depthwise=True, relu=False)
+        t = unary("RELU6", filtered, same(filtered))
     else:
         raise ValueError(f"unknown block {block!r}")
     if global_pool:

@@ -9,6 +9,8 @@ left by 15 instead of 20 (`CalculateOpDataAdd`: `left_shift = output is int16 ? 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import tflite
 
@@ -201,6 +203,15 @@ def emit_broadcast(
     context.call(values, [context.view(target, shapes.output)])
 
 
+@dataclass
+class UnaryCapture(OperatorContext):
+    """A context in which a one-input operator's handler is not emitted: `emit_unary` records
+    its arithmetic instead (the row functions of a streamed activation, `frontends.tflite.
+    streaming`, then compute exactly what the handler would)."""
+
+    arithmetic: UnaryArithmetic | None = None
+
+
 def emit_unary(context: OperatorContext, arithmetic: UnaryArithmetic, in_place: bool) -> None:
     """`arithmetic` on every element of input 0 into output 0 (of the same shape); `in_place`:
     over the input where it is read last here (`OperatorContext.result_over`)."""
@@ -209,6 +220,9 @@ def emit_unary(context: OperatorContext, arithmetic: UnaryArithmetic, in_place: 
         raise context.fail(
             f"the output shape {list(output.shape)} differs from the input's {list(source.shape)}"
         )
+    if isinstance(context, UnaryCapture):
+        context.arithmetic = arithmetic
+        return
     size = int(np.prod(source.shape))
     unary(
         context.module,
