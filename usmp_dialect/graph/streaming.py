@@ -29,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from usmp_dialect.graph.graph import Access, Buffer, Graph, Operator, peak_live_bytes
+from usmp_dialect.graph.graph import Access, Buffer, Graph, Operator, live_bytes_per_step
 
 
 @dataclass(frozen=True)
@@ -474,9 +474,18 @@ def _peak(
     graph: StreamGraph, groups: Sequence[tuple[int, ...]], scratch: dict[tuple[int, ...], int]
 ) -> int:
     """The peak of live bytes when `groups` run fused (each one step, its scratch live)."""
+    return _peak_steps(graph, groups, scratch)[0]
+
+
+def _peak_steps(
+    graph: StreamGraph, groups: Sequence[tuple[int, ...]], scratch: dict[tuple[int, ...], int]
+) -> tuple[int, list[range]]:
+    """The peak of live bytes when `groups` run fused, and the model operators of every step
+    where it is reached (a group's step: all of its operators)."""
     fused = {index: group for group in groups for index in group}
     buffers = tuple(Buffer(tensor.name, tensor.size_bytes) for tensor in graph.tensors)
     operators: list[Operator] = []
+    spans: list[range] = []
     index = 0
     while index < len(graph.operators):
         group = fused.get(index)
@@ -489,6 +498,7 @@ def _peak(
                     tuple(Access(t, 0, graph.tensors[t].size_bytes) for t in op.outputs),
                 )
             )
+            spans.append(range(index, index + 1))
             index += 1
             continue
         first, last = graph.operators[group[0]], graph.operators[group[-1]]
@@ -501,10 +511,13 @@ def _peak(
                 scratch_bytes=scratch[group],
             )
         )
+        spans.append(range(group[0], group[-1] + 1))
         index = group[-1] + 1
     # Model inputs and outputs count like any tensor, as when they sit inside the workspace
     # (TFLM's head): live from their first access to their last.
-    return peak_live_bytes(Graph(buffers, tuple(operators)))
+    live = live_bytes_per_step(Graph(buffers, tuple(operators)), range(len(operators)))
+    peak = max(live, default=0)
+    return peak, [span for span, value in zip(spans, live, strict=True) if value == peak]
 
 
 def choose_groups(graph: StreamGraph) -> list[Group]:
@@ -530,11 +543,18 @@ def choose_groups(graph: StreamGraph) -> list[Group]:
         if is_group(graph, run[start:stop], readers)
     ]
     current: list[tuple[int, ...]] = []
-    current_peak = _peak(graph, current, {})
+    current_peak, at_peak = _peak_steps(graph, current, {})
     while True:
         best: list[tuple[int, ...]] | None = None
         for candidate in candidates:
             if candidate in current:
+                continue
+            # The steps away from a group (and the groups it overlaps) keep their live bytes:
+            # a group lowers the peak only if it reaches every step at the peak.
+            touched = set(candidate).union(
+                *(group for group in current if not set(candidate).isdisjoint(group))
+            )
+            if not all(touched.intersection(span) for span in at_peak):
                 continue
             trial = _with_group(graph, current, candidate, readers)
             peak = _peak(graph, trial, {group: scratch_of(group) for group in trial})
@@ -543,6 +563,9 @@ def choose_groups(graph: StreamGraph) -> list[Group]:
         if best is None:
             break
         current = best
+        current_peak, at_peak = _peak_steps(
+            graph, current, {group: scratch_of(group) for group in current}
+        )
     chosen = dict(enumerate(current))
     groups = [chosen[position] for position in sorted(chosen)]
     result: list[Group] = []
