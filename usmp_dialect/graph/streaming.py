@@ -211,6 +211,10 @@ def candidate_runs(graph: StreamGraph) -> list[tuple[int, ...]]:
     return runs
 
 
+def _reads_every_row(op: StreamOperator) -> bool:
+    return op.window is None or op.window.span >= op.window.stride
+
+
 def is_group(
     graph: StreamGraph, group: Sequence[int], readers: dict[int, list[int]] | None = None
 ) -> bool:
@@ -234,11 +238,7 @@ def is_group(
             return False
         if any(reader not in members for reader in tensor_readers):
             return False
-        if not any(
-            graph.operators[reader].window is None
-            or graph.operators[reader].window.span >= graph.operators[reader].window.stride
-            for reader in tensor_readers
-        ):
+        if not any(_reads_every_row(graph.operators[reader]) for reader in tensor_readers):
             return False
     return ops[-1].kind != "global_reduce" or ops[-1].inputs[0] in internal
 
