@@ -60,12 +60,12 @@ class GroupCost:
 
 def group_cost(graph: StreamGraph, group: Sequence[int]) -> GroupCost:
     """The added work of fusing `group` (operator indices, a chain in program order)."""
-    layers = [graph.operators[index] for index in group]
     shifted = calls = reduces = 0
     shapes: set[tuple[int, int, int, int]] = set()
-    for step in schedule(graph, group).steps:
+    plan = schedule(graph, group)
+    for step in plan.steps:
         if isinstance(step, Shift):
-            tensor = layers[step.layer].inputs[0]
+            tensor = plan.buffer_tensors[step.layer - 1]  # the line buffer's tensor
             shifted += step.rows * graph.tensors[tensor].row_bytes
         elif isinstance(step, Compute):
             calls += 1

@@ -9,13 +9,19 @@ so the whole tensor is never live; every row is computed exactly once (no recomp
 global reducer at the end (a global average pool) consumes rows as they come into a per-channel
 int32 sum, so its input is never more than one row either.
 
+A group need not be a chain: a tensor may have several readers inside it (a residual block's
+input, read by its first convolution and by the ADD that closes the block), and an elementwise
+operator (ADD, MUL) reads the same row of two streamed branches. Such a tensor keeps every row
+some reader's next window still needs.
+
 This module decides on a description of the operators (no IR, no model format): `StreamGraph`
-lists the tensors (height, bytes per row, whether something outside a chain sees them) and the
-operators in program order; `candidate_chains` finds the maximal chains, `choose_groups` keeps
-the sub-chains that lower the model's peak of live bytes (the liveness of `graph.graph`: a
-tensor is live from its producer to its last reader, model inputs from the start and outputs to
-the end), and `schedule` turns a group into its steps — shift a line buffer, compute a row —
-which `loops` compresses into counted loops for the emitter (`kernels.streaming`).
+lists the tensors (height, bytes per row, whether something outside the operators sees them)
+and the operators in program order; `candidate_runs` finds the runs of row operators,
+`is_group` the parts of them that can be fused, `choose_groups` keeps the groups that lower the
+model's peak of live bytes (the liveness of `graph.graph`: a tensor is live from its producer to
+its last reader, model inputs from the start and outputs to the end), and `schedule` turns a
+group into its steps — shift a line buffer, compute a row — which `loops` compresses into
+counted loops for the emitter (`kernels.streaming`).
 """
 
 from __future__ import annotations
@@ -53,7 +59,8 @@ class StreamTensor:
     height: int
     row_bytes: int
     pinned: bool = False
-    """Model input or output, or read by more than one operator: never a line buffer."""
+    """Seen whole by something other than the operators (a model input or output, a Concat
+    slice): never a line buffer. (Several readers are no pin: a group may hold them all.)"""
 
     @property
     def size_bytes(self) -> int:
@@ -156,12 +163,91 @@ def candidate_chains(graph: StreamGraph) -> list[tuple[int, ...]]:
     return chains
 
 
+def _readers(graph: StreamGraph) -> dict[int, list[int]]:
+    readers: dict[int, list[int]] = {}
+    for index, op in enumerate(graph.operators):
+        for tensor in dict.fromkeys(op.inputs):
+            readers.setdefault(tensor, []).append(index)
+    return readers
+
+
+def _row_operator(graph: StreamGraph, op: StreamOperator) -> bool:
+    """Whether `op` can run row by row inside a group (windows narrower than their stride
+    too: another reader of their input may need every row)."""
+    if op.kind not in ROW_KINDS or len(op.outputs) != 1 or not op.inputs:
+        return False
+    if op.kind == "global_reduce":
+        return len(op.inputs) == 1
+    assert op.window is not None
+    heights = {graph.tensors[tensor].height for tensor in op.inputs}
+    return len(heights) == 1  # several inputs: elementwise, read at the same rows
+
+
+def candidate_runs(graph: StreamGraph) -> list[tuple[int, ...]]:
+    """The maximal runs of consecutive row operators (program order) each reading a tensor
+    an earlier one of the run writes; a `global_reduce` ends a run. The groups are contiguous
+    parts of runs (`is_group`): diamonds (a residual ADD of two streamed branches) included."""
+    runs: list[tuple[int, ...]] = []
+    current: list[int] = []
+    written: set[int] = set()
+    for index, op in enumerate(graph.operators):
+        streamable = _row_operator(graph, op)
+        if not streamable or (current and not written.intersection(op.inputs)):
+            if len(current) > 1:
+                runs.append(tuple(current))
+            current, written = [], set()
+            if not streamable:
+                continue
+        current.append(index)
+        written.update(op.outputs)
+        if op.kind == "global_reduce":
+            if len(current) > 1:
+                runs.append(tuple(current))
+            current, written = [], set()
+    if len(current) > 1:
+        runs.append(tuple(current))
+    return runs
+
+
+def _reads_every_row(op: StreamOperator) -> bool:
+    return op.window is None or op.window.span >= op.window.stride
+
+
+def is_group(
+    graph: StreamGraph, group: Sequence[int], readers: dict[int, list[int]] | None = None
+) -> bool:
+    """Whether the consecutive row operators `group` can run as one fused group: every tensor
+    they write but the last operator's output is read only inside the group (and not pinned),
+    and some reader of it reads every row (a window no narrower than its stride); a reducer
+    only ends a group, reading a tensor the group writes."""
+    if len(group) < 2 or list(group) != list(range(group[0], group[0] + len(group))):
+        return False
+    readers = _readers(graph) if readers is None else readers
+    ops = [graph.operators[index] for index in group]
+    if any(not _row_operator(graph, op) for op in ops):
+        return False
+    if any(op.kind == "global_reduce" for op in ops[:-1]):
+        return False
+    _, internal, _, _ = _group_tensors(graph, group)
+    members = set(group)
+    for tensor in internal:
+        tensor_readers = readers.get(tensor, [])
+        if graph.tensors[tensor].pinned or not tensor_readers:
+            return False
+        if any(reader not in members for reader in tensor_readers):
+            return False
+        if not any(_reads_every_row(graph.operators[reader]) for reader in tensor_readers):
+            return False
+    return ops[-1].kind != "global_reduce" or ops[-1].inputs[0] in internal
+
+
 # ---- the steps of a group ----------------------------------------------------------------
 
 
 @dataclass(frozen=True)
 class Shift:
-    """Moves rows `[first, first + rows)` of layer `layer`'s line buffer to its start."""
+    """Moves rows `[first, first + rows)` of line buffer `layer - 1` (`Schedule.buffer_tensors`;
+    in a chain: layer `layer`'s input) to its start."""
 
     layer: int
     first: int
@@ -170,10 +256,11 @@ class Shift:
 
 @dataclass(frozen=True)
 class Compute:
-    """Layer `layer` computes one output row from `rows` input rows starting at `source_row`
-    (of its input tensor for the first layer, of its line buffer otherwise), the window's first
-    `top_pad` rows lying above the input; the row goes to `target_row` (of the output tensor
-    for the last layer, of the next layer's line buffer otherwise; a reducer's input row: 0)."""
+    """Layer `layer` (position in the group) computes one output row from `rows` input rows
+    starting at `source_row` (of its input tensor when the group reads it whole, of its line
+    buffer otherwise), the window's first `top_pad` rows lying above the input; the row goes
+    to `target_row` (of the output tensor for the last layer, of its line buffer otherwise; a
+    reducer's input row: 0)."""
 
     layer: int
     top_pad: int
@@ -182,6 +269,9 @@ class Compute:
     target_row: int
     out_rows: int = 1
     """Output rows computed (the operator's `row_block`, fewer at the bottom)."""
+    other_source_rows: tuple[int, ...] = ()
+    """Where the window starts in the operator's further inputs (an ADD's second input), each
+    in its own tensor or line buffer as `source_row` in the first."""
 
 
 @dataclass(frozen=True)
@@ -196,76 +286,176 @@ Step = Shift | Compute | Reduce
 class Schedule:
     steps: tuple[Step, ...]
     buffer_rows: tuple[int, ...]
-    """Per layer after the first: the rows its line buffer holds (1 before a reducer)."""
+    """Per line buffer (in the order of the operators writing them; for a chain: per layer
+    after the first): the rows it holds (1 before a reducer)."""
+    buffer_tensors: tuple[int, ...] = ()
+    """The tensor each line buffer keeps rows of."""
+    inputs: tuple[int, ...] = ()
+    """The group's inputs: whole tensors produced before it (first read first)."""
+    output: int = -1
+    """The group's output tensor, written whole (or the reducer's one row)."""
+
+
+def _group_tensors(
+    graph: StreamGraph, group: Sequence[int]
+) -> tuple[list[int], list[int], int, dict[int, list[int]]]:
+    """The group's inputs (read, produced outside), its internal tensors (produced inside, in
+    the order of their producers), its output (the last operator's) and every tensor's readers
+    inside the group (positions)."""
+    produced = {
+        t: position for position, index in enumerate(group) for t in graph.operators[index].outputs
+    }
+    readers: dict[int, list[int]] = {}
+    inputs: list[int] = []
+    for position, index in enumerate(group):
+        for tensor in dict.fromkeys(graph.operators[index].inputs):
+            readers.setdefault(tensor, []).append(position)
+            if tensor not in produced and tensor not in inputs:
+                inputs.append(tensor)
+    output = graph.operators[group[-1]].outputs[0]
+    internal = [t for t in produced if t != output]
+    return inputs, internal, output, readers
+
+
+def _window_of(op: StreamOperator) -> RowWindow:
+    """The rows an operator reads per output row (a reducer: its input rows one by one)."""
+    return op.window if op.window is not None else RowWindow(1, 1, 1, 0)
 
 
 def schedule(graph: StreamGraph, group: Sequence[int]) -> Schedule:
-    """The steps of a group, demand-driven: the last layer's rows in order, each first making
-    its producer compute the input rows it still lacks (after dropping those no later window
-    reads), so no line buffer holds more than its consumer's window."""
-    layers = [graph.operators[index] for index in group]
-    reducer = layers[-1].kind == "global_reduce"
-    windowed = layers[:-1] if reducer else layers
-    heights = [graph.tensors[op.inputs[0]].height for op in windowed]
-    out_heights = [graph.tensors[op.outputs[0]].height for op in windowed]
-    produced = [0] * len(windowed)  # rows each layer has computed
-    base = [0] * len(windowed)  # first input row held in the layer's line buffer
-    held = [0] * len(windowed)  # rows held
-    capacity = [0] * len(windowed)
+    """The steps of a group, demand-driven: the last operator's rows in order, each first making
+    the producers of its inputs compute the rows they still lack (after dropping the rows no
+    reader inside the group needs anymore: the union of the readers' next windows), so every
+    row is computed exactly once and a line buffer holds only rows some window still reads.
+
+    A tensor with several readers (a residual's block input, read by a convolution and by the
+    ADD) keeps every row from the lagging reader's window to the leading one's."""
+    ops = [graph.operators[index] for index in group]
+    reducer = ops[-1].kind == "global_reduce"
+    inputs, internal, output, readers = _group_tensors(graph, group)
+    producer = {t: position for position, op in enumerate(ops) for t in op.outputs}
+    buffer_of = {tensor: position for position, tensor in enumerate(internal)}
+    out_heights = [
+        graph.tensors[op.inputs[0]].height
+        if op.kind == "global_reduce"
+        else graph.tensors[op.outputs[0]].height
+        for op in ops
+    ]
+    produced = [0] * len(ops)  # rows each operator has computed (a reducer: consumed)
+    base = dict.fromkeys(internal, 0)  # first row held in the tensor's line buffer
+    held = dict.fromkeys(internal, 0)  # rows held
+    capacity = dict.fromkeys(internal, 0)
     steps: list[Step] = []
 
-    def produce(layer: int) -> None:
-        op = windowed[layer]
-        assert op.window is not None
-        y = produced[layer]
-        feeds_reducer = reducer and layer + 1 == len(windowed)
-        count = 1 if feeds_reducer else min(op.row_block, out_heights[layer] - y)
-        first = op.window.rows(y, heights[layer])[0]
-        end = op.window.rows(y + count - 1, heights[layer])[1]
-        top_pad = max(op.window.pad_top - y * op.window.stride, 0)
-        if layer == 0:
-            source_row = first
-        else:
-            drop = min(first - base[layer], held[layer])
-            if drop > 0 and held[layer] > drop:
-                steps.append(Shift(layer, drop, held[layer] - drop))
-            held[layer] -= drop
-            base[layer] = first
-            while base[layer] + held[layer] < end:
-                produce(layer - 1)
-            source_row = 0
-        if layer + 1 < len(windowed):
-            target_row = produced[layer] - base[layer + 1]
-            held[layer + 1] += count
-            capacity[layer + 1] = max(capacity[layer + 1], held[layer + 1])
-        elif reducer:
-            target_row = 0
+    def still_needed(tensor: int) -> int:
+        """The first row of `tensor` a reader's next window reads (its height: none)."""
+        height = graph.tensors[tensor].height
+        return min(
+            (
+                _window_of(ops[reader]).rows(produced[reader], height)[0]
+                if produced[reader] < out_heights[reader]
+                else height
+            )
+            for reader in readers[tensor]
+        )
+
+    def produce(position: int) -> None:
+        op = ops[position]
+        window = _window_of(op)
+        y = produced[position]
+        target = op.outputs[0] if op.kind != "global_reduce" else None
+        feeds_reducer = reducer and target is not None and readers.get(target) == [len(ops) - 1]
+        count = (
+            1 if feeds_reducer or target is None else min(op.row_block, out_heights[position] - y)
+        )
+        # Every input shares the window; elementwise inputs have the same height.
+        height = graph.tensors[op.inputs[0]].height
+        first = window.rows(y, height)[0]
+        end = window.rows(y + count - 1, height)[1]
+        for tensor in dict.fromkeys(op.inputs):
+            if tensor not in buffer_of:
+                continue
+            drop = min(still_needed(tensor) - base[tensor], held[tensor])
+            if drop > 0 and held[tensor] > drop:
+                steps.append(Shift(buffer_of[tensor] + 1, drop, held[tensor] - drop))
+            if drop > 0:
+                held[tensor] -= drop
+                base[tensor] += drop
+            while base[tensor] + held[tensor] < end:
+                produce(producer[tensor])
+        # Producing one input may have shifted another's rows (never dropped those this window
+        # reads): the rows are looked up once every input is there.
+        sources = [first - base[t] if t in buffer_of else first for t in op.inputs]
+        if target is None:
+            steps.append(Reduce())
+            produced[position] += 1
+            return
+        top_pad = max(window.pad_top - y * window.stride, 0)
+        if target in buffer_of:
+            target_row = produced[position] - base[target]
+            held[target] += count
+            capacity[target] = max(capacity[target], held[target])
         else:
             target_row = y
-        steps.append(Compute(layer, top_pad, end - first, source_row, target_row, count))
-        produced[layer] += count
+        steps.append(
+            Compute(
+                position, top_pad, end - first, sources[0], target_row, count, tuple(sources[1:])
+            )
+        )
+        produced[position] += count
 
-    last = len(windowed) - 1
+    last = len(ops) - 1
     while produced[last] < out_heights[last]:
         produce(last)
-        if reducer:
-            steps.append(Reduce())
-    if len(windowed) > 1:
-        for layer in range(1, len(windowed)):
-            # Rows below the last window (VALID padding with a stride) are never read: they
-            # are not computed either.
-            assert produced[layer - 1] <= heights[layer], "every row is computed once"
-    rows = tuple(capacity[1:]) + ((1,) if reducer else ())
-    return Schedule(tuple(steps), rows)
+    for position in range(len(ops)):
+        # Rows below the last window (VALID padding with a stride) are never read: they are
+        # not computed either.
+        assert produced[position] <= out_heights[position], "every row is computed once"
+    return Schedule(
+        tuple(steps),
+        tuple(capacity[tensor] for tensor in internal),
+        tuple(internal),
+        tuple(inputs),
+        output,
+    )
+
+
+@dataclass(frozen=True)
+class Slot:
+    """Where a layer of a group reads or writes rows: `input` (the group's input `index`, a
+    whole tensor), `buffer` (line buffer `index`) or `output` (the group's output tensor)."""
+
+    kind: str
+    index: int = 0
+
+
+def slots(
+    graph: StreamGraph, group: Sequence[int], plan: Schedule
+) -> tuple[tuple[tuple[Slot, ...], ...], tuple[Slot, ...]]:
+    """Per layer of the group: the slots of its inputs (in order) and of its output."""
+    buffers = {tensor: index for index, tensor in enumerate(plan.buffer_tensors)}
+    inputs = {tensor: index for index, tensor in enumerate(plan.inputs)}
+
+    def slot(tensor: int) -> Slot:
+        if tensor in buffers:
+            return Slot("buffer", buffers[tensor])
+        if tensor in inputs:
+            return Slot("input", inputs[tensor])
+        return Slot("output")
+
+    ops = [graph.operators[index] for index in group]
+    return (
+        tuple(tuple(slot(tensor) for tensor in op.inputs) for op in ops),
+        tuple(slot(op.outputs[0]) for op in ops),
+    )
 
 
 def line_buffers(graph: StreamGraph, group: Sequence[int], plan: Schedule) -> list[LineBuffer]:
     """The line buffer of every tensor inside the group (the reducer's input: one row)."""
-    buffers: list[LineBuffer] = []
-    for layer, rows in zip(group[1:], plan.buffer_rows, strict=True):
-        tensor = graph.operators[layer].inputs[0]
-        buffers.append(LineBuffer(tensor, rows, graph.tensors[tensor].row_bytes))
-    return buffers
+    return [
+        LineBuffer(tensor, rows, graph.tensors[tensor].row_bytes)
+        for tensor, rows in zip(plan.buffer_tensors, plan.buffer_rows, strict=True)
+    ]
 
 
 def group_scratch_bytes(graph: StreamGraph, group: Sequence[int]) -> tuple[int, list[LineBuffer]]:
@@ -279,15 +469,16 @@ def group_scratch_bytes(graph: StreamGraph, group: Sequence[int]) -> tuple[int, 
 
 
 def candidate_groups(graph: StreamGraph) -> list[tuple[int, ...]]:
-    """Every group that may be fused: each contiguous part of two operators or more of each
-    candidate chain, not starting with a reducer."""
-    groups: list[tuple[int, ...]] = []
-    for chain in candidate_chains(graph):
-        for start in range(len(chain)):
-            if graph.operators[chain[start]].kind == "global_reduce":
-                continue
-            groups += [chain[start:stop] for stop in range(start + 2, len(chain) + 1)]
-    return groups
+    """Every group that may be fused: each contiguous part of two operators or more of a
+    candidate run (`candidate_runs`) that is a group (`is_group`)."""
+    readers = _readers(graph)
+    return [
+        run[start:stop]
+        for run in candidate_runs(graph)
+        for start in range(len(run))
+        for stop in range(start + 2, len(run) + 1)
+        if is_group(graph, run[start:stop], readers)
+    ]
 
 
 def choose_groups(graph: StreamGraph) -> list[Group]:
@@ -310,14 +501,15 @@ class Loop:
 
     count: int
     body: tuple[Step, ...]
-    deltas: tuple[tuple[int, int], ...]
+    deltas: tuple[tuple[int, ...], ...]
+    """Per step: how its (source_row, target_row, *other_source_rows) grow per repetition."""
 
 
-def _fields(step: Step) -> tuple[tuple[object, ...], tuple[int, int]]:
-    """A step's fixed part and its (source_row, target_row)."""
+def _fields(step: Step) -> tuple[tuple[object, ...], tuple[int, ...]]:
+    """A step's fixed part and its row offsets: (source_row, target_row, *other_source_rows)."""
     if isinstance(step, Compute):
         fixed = (Compute, step.layer, step.top_pad, step.rows, step.out_rows)
-        return fixed, (step.source_row, step.target_row)
+        return fixed, (step.source_row, step.target_row, *step.other_source_rows)
     return (type(step), step), (0, 0)
 
 
@@ -335,16 +527,16 @@ def loops(steps: Sequence[Step], longest_body: int = 64) -> list[Loop]:
             second = keyed[position + period : position + 2 * period]
             if any(a[0] != b[0] for a, b in zip(first, second, strict=True)):
                 continue
-            deltas = [
-                (b[1][0] - a[1][0], b[1][1] - a[1][1]) for a, b in zip(first, second, strict=True)
-            ]
+            deltas = [_difference(a[1], b[1]) for a, b in zip(first, second, strict=True)]
             count = 2
             while position + (count + 1) * period <= len(steps):
                 chunk = keyed[position + count * period : position + (count + 1) * period]
                 if not all(
                     c[0] == a[0]
-                    and c[1][0] == a[1][0] + count * d[0]
-                    and c[1][1] == a[1][1] + count * d[1]
+                    and all(
+                        now == then + count * step
+                        for now, then, step in zip(c[1], a[1], d, strict=True)
+                    )
                     for a, c, d in zip(first, chunk, deltas, strict=True)
                 ):
                     break
@@ -354,7 +546,7 @@ def loops(steps: Sequence[Step], longest_body: int = 64) -> list[Loop]:
         body = tuple(steps[position : position + best_period])
         if best_count > 1:
             deltas = tuple(
-                (b[1][0] - a[1][0], b[1][1] - a[1][1])
+                _difference(a[1], b[1])
                 for a, b in zip(
                     keyed[position : position + best_period],
                     keyed[position + best_period : position + 2 * best_period],
@@ -362,7 +554,11 @@ def loops(steps: Sequence[Step], longest_body: int = 64) -> list[Loop]:
                 )
             )
         else:
-            deltas = tuple((0, 0) for _ in body)
+            deltas = tuple(tuple(0 for _ in keyed[position + k][1]) for k in range(len(body)))
         result.append(Loop(best_count, body, deltas))
         position += best_period * best_count
     return result
+
+
+def _difference(first: tuple[int, ...], second: tuple[int, ...]) -> tuple[int, ...]:
+    return tuple(b - a for a, b in zip(first, second, strict=True))

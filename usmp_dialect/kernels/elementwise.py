@@ -335,6 +335,25 @@ def _float_function(kernel: KernelBuilder, kind: str, x: Value) -> Value:
     )
 
 
+def unary_rows(
+    module: ModelModule,
+    name: str,
+    input_type: MemRefType,
+    output_type: MemRefType,
+    arithmetic: UnaryArithmetic,
+) -> None:
+    """Adds `@name(%input, %output)` applying `arithmetic` to every element of `output`'s
+    shape (row views of a streamed operator: any strides), as `unary` does."""
+    op, kernel, (source, target) = function(name, [("input", input_type), ("output", output_type)])
+    element = _unary_element(module, name, kernel, arithmetic, output_type.element_type)
+    kernel.loops(
+        output_type.get_shape(),
+        lambda ivs: kernel.store(element(kernel.load(source, ivs)), target, ivs),
+    )
+    finish(kernel)
+    module.add(op)
+
+
 def _unary_element(
     module: ModelModule,
     name: str,

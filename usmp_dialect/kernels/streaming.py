@@ -1,7 +1,8 @@
 """A fused group of operators as one function that produces its output row by row
 (`usmp_dialect.graph.streaming` decides the group and its steps).
 
-`@fused_<first>__<last>(%input, %output, %rows_1, ..., [%sums])` runs the group's steps as
+`@fused_<first>__<last>(%input, %output, %rows_1, ..., [%sums])` (several inputs: `%input0`,
+`%input1`, ...; `Wiring` says which layer reads and writes which) runs the group's steps as
 counted loops: a step computes one output row of one layer by calling that layer's *row
 function* — the layer's own kernel (`conv2d`, `pool2d`, ...) emitted for an input of just the
 rows one window reads and an output of one row — on a `memref.subview` of its input (the model
@@ -39,7 +40,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Operation
 from xdsl.rewriter import InsertPoint
 
-from usmp_dialect.graph.streaming import Compute, Loop, Reduce, Shift, Step
+from usmp_dialect.graph.streaming import Compute, Loop, Reduce, Shift, Slot, Step
 from usmp_dialect.kernels.builder import KernelBuilder, Value, finish, function
 from usmp_dialect.kernels.fixed_point import emit_multiply_by_quantized_multiplier, wrap32
 from usmp_dialect.kernels.module import ModelModule
@@ -52,6 +53,11 @@ RowEmitter = Callable[[str, MemRefType, MemRefType, int], None]
 of `output` from the rows of `input`, the window's first `top_pad` rows lying above them."""
 
 
+ManyRowEmitter = Callable[[str, Sequence[MemRefType], MemRefType, int], None]
+"""`(name, inputs, output, top_pad)`: as `RowEmitter`, for `@name(%input1, %input2, ...,
+%output)` reading the same rows of every input."""
+
+
 @dataclass(frozen=True)
 class StreamLayer:
     """One windowed layer of a group: its model operator's name, full tensor types and its row
@@ -61,6 +67,10 @@ class StreamLayer:
     input_type: MemRefType
     output_type: MemRefType
     emit_rows: RowEmitter
+    other_input_types: tuple[MemRefType, ...] = ()
+    """Further inputs read at the same rows (an ADD's second input)."""
+    emit_many_rows: ManyRowEmitter | None = None
+    """The row functions of a layer with further inputs: `(name, inputs, output, top_pad)`."""
 
 
 @dataclass(frozen=True)
@@ -132,32 +142,46 @@ def fused_rows(
     reducer: GlobalAverage | None,
     buffer_rows: Sequence[int],
     plan: Sequence[Loop],
+    wiring: Wiring | None = None,
 ) -> tuple[func.FuncOp, list[MemRefType]]:
     """Adds the row functions of `layers` and `@name`, which runs `plan`; returns the group
-    function (not yet added) and the types of its scratch arguments, in order: the line buffer
-    of every layer after the first, then (with a reducer) its input row and its sums."""
+    function (not yet added) and the types of its scratch arguments, in order: the line
+    buffers (`wiring.buffers`; for a chain: of every layer after the first, then with a reducer
+    its input row), then the reducer's sums. `@name`'s arguments are the group's inputs
+    (`wiring.inputs`; a chain: the first layer's input), its output and the scratch."""
+    if wiring is None:
+        wiring = chain_wiring(layers, reducer)
     scratch: list[MemRefType] = [
-        buffer_type(layer.input_type, rows)
-        for layer, rows in zip(layers[1:], buffer_rows, strict=False)
+        buffer_type(full, rows) for full, rows in zip(wiring.buffers, buffer_rows, strict=True)
     ]
     if reducer is not None:
-        scratch.append(buffer_type(reducer.input_type, 1))
         scratch.append(MemRefType(_sum_type(reducer), [reducer.input_type.get_shape()[3]]))
     output_type = reducer.output_type if reducer is not None else layers[-1].output_type
-    arguments = [("input", layers[0].input_type), ("output", output_type)]
+    if len(wiring.inputs) == 1:
+        arguments = [("input", wiring.inputs[0])]
+    else:
+        arguments = [(f"input{position}", type_) for position, type_ in enumerate(wiring.inputs)]
+    arguments += [("output", output_type)]
     arguments += [(f"rows{position}", type_) for position, type_ in enumerate(scratch)]
     op, kernel, values = function(name, arguments)
-    source, target, *buffers = values
+    sources = values[: len(wiring.inputs)]
+    target = values[len(wiring.inputs)]
+    buffers = values[len(wiring.inputs) + 1 :]
     sums = buffers[-1] if reducer is not None else None
-    reduce_row = buffers[-2] if reducer is not None else None
+    reduce_row = buffers[wiring.reduced] if reducer is not None else None
 
-    def input_of(layer: int) -> Value:
-        return source if layer == 0 else buffers[layer - 1]
+    def value_of(slot: Slot) -> Value:
+        if slot.kind == "input":
+            return sources[slot.index]
+        if slot.kind == "buffer":
+            return buffers[slot.index]
+        return target
+
+    def input_of(layer: int, position: int = 0) -> Value:
+        return value_of(wiring.reads[layer][position])
 
     def output_of(layer: int) -> Value:
-        if layer + 1 < len(layers):
-            return buffers[layer]
-        return reduce_row if reduce_row is not None else target
+        return value_of(wiring.writes[layer])
 
     row_functions: dict[tuple[int, int, int, int], str] = {}
 
@@ -167,16 +191,23 @@ def fused_rows(
             layer = layers[step.layer]
             block = f"_by{step.out_rows}" if step.out_rows > 1 else ""
             symbol = module.unique(f"{layer.name}_rows_{step.top_pad}_{step.rows}{block}")
-            in_type = input_of(step.layer).type
+            in_types = [
+                input_of(step.layer, position).type
+                for position in range(len(wiring.reads[step.layer]))
+            ]
             out_type = output_of(step.layer).type
-            assert isinstance(in_type, MemRefType) and isinstance(out_type, MemRefType)
+            assert isinstance(out_type, MemRefType)
+            assert all(isinstance(type_, MemRefType) for type_ in in_types)
+            views = [_row_view_type(type_, step.rows) for type_ in in_types]  # type: ignore[arg-type]
             emitted = len(module.functions)
-            layer.emit_rows(
-                symbol,
-                _row_view_type(in_type, step.rows),
-                _row_view_type(out_type, step.out_rows),
-                step.top_pad,
-            )
+            if layer.emit_many_rows is not None:
+                layer.emit_many_rows(
+                    symbol, views, _row_view_type(out_type, step.out_rows), step.top_pad
+                )
+            else:
+                layer.emit_rows(
+                    symbol, views[0], _row_view_type(out_type, step.out_rows), step.top_pad
+                )
             for function_op in module.functions[emitted:]:
                 if isinstance(function_op, func.FuncOp) and function_op.sym_name.data == symbol:
                     constant_arguments[symbol] = _constants_as_arguments(function_op)
@@ -216,7 +247,7 @@ def fused_rows(
             flat_buffers[layer] = _insert_at_entry(kernel, cast)
         return flat_buffers[layer]
 
-    def run(step: Step, delta: tuple[int, int], repetition: Value | None) -> None:
+    def run(step: Step, delta: tuple[int, ...], repetition: Value | None) -> None:
         if isinstance(step, Shift):
             buffer_type_ = buffers[step.layer - 1].type
             assert isinstance(buffer_type_, MemRefType)
@@ -241,14 +272,17 @@ def fused_rows(
             return kernel.add(kernel.as_index(base), kernel.mul(repetition, step_rows))
 
         callee = row_function(step)
-        source_rows = _rows_of(
-            kernel, input_of(step.layer), row_index(step.source_row, delta[0]), step.rows
-        )
+        rows = (step.source_row, *step.other_source_rows)
+        growth = (delta[0], *delta[2:])
+        source_rows = [
+            _rows_of(kernel, input_of(step.layer, position), row_index(row, grows), step.rows)
+            for position, (row, grows) in enumerate(zip(rows, growth, strict=True))
+        ]
         target_row = _rows_of(
             kernel, output_of(step.layer), row_index(step.target_row, delta[1]), step.out_rows
         )
         constants = [constant_value(*symbol) for symbol in constant_arguments.get(callee, [])]
-        kernel.insert(func.CallOp(callee, [source_rows, target_row, *constants], []))
+        kernel.insert(func.CallOp(callee, [*source_rows, target_row, *constants], []))
 
     if reducer is not None:
         assert sums is not None
@@ -257,8 +291,8 @@ def fused_rows(
         kernel.loop(0, channels, lambda c, _: kernel.store(zero, sums, [c]) or [])
     for loop in plan:
         if loop.count == 1:
-            for step in loop.body:
-                run(step, (0, 0), None)
+            for step, delta in zip(loop.body, loop.deltas, strict=True):
+                run(step, delta, None)
             continue
 
         def body(j: Value, _: Sequence[Value], loop: Loop = loop) -> list[Value]:
@@ -272,6 +306,38 @@ def fused_rows(
         _average(kernel, reducer, sums, target)
     finish(kernel)
     return op, scratch
+
+
+@dataclass(frozen=True)
+class Wiring:
+    """Where a group's layers read and write (`graph.streaming.slots`): the full types of the
+    group's inputs and of every line buffer's tensor, per layer its inputs' slots and its
+    output's slot, and the line buffer a reducer reads its rows from."""
+
+    inputs: tuple[MemRefType, ...]
+    buffers: tuple[MemRefType, ...]
+    reads: tuple[tuple[Slot, ...], ...]
+    writes: tuple[Slot, ...]
+    reduced: int = -1
+
+
+def chain_wiring(layers: Sequence[StreamLayer], reducer: GlobalAverage | None) -> Wiring:
+    """A chain's wiring: layer `i` reads line buffer `i - 1` and writes buffer `i`; the first
+    reads the group's input, the last writes its output (or, with a reducer, its row)."""
+    buffers = [layer.input_type for layer in layers[1:]]
+    if reducer is not None:
+        buffers.append(reducer.input_type)
+    last = len(layers) - 1
+    return Wiring(
+        (layers[0].input_type,),
+        tuple(buffers),
+        tuple((Slot("input"),) if i == 0 else (Slot("buffer", i - 1),) for i in range(len(layers))),
+        tuple(
+            Slot("buffer", i) if i < last or reducer is not None else Slot("output")
+            for i in range(len(layers))
+        ),
+        len(buffers) - 1 if reducer is not None else -1,
+    )
 
 
 def _insert_at_entry(kernel: KernelBuilder, op: Operation) -> Value:

@@ -2,19 +2,23 @@
 emission of a chosen group through the operators' own kernels (`kernels.streaming`).
 
 Streamable: int8 and float32 CONV_2D, DEPTHWISE_CONV_2D, AVERAGE_POOL_2D and MAX_POOL_2D of
-batch 1 (a window of input rows per output row), and, ending a chain, a global reducer: an int8
-or float32 AVERAGE_POOL_2D whose window is the whole input (VALID, a 1 x 1 output) or MEAN over
+batch 1 (a window of input rows per output row), ADD, SUB and MUL of two activations of the
+output's shape (one row of each per output row: residual blocks), one-input activations and
+QUANTIZE/DEQUANTIZE (one-row windows), and, ending a chain, a global reducer: an int8 or
+float32 AVERAGE_POOL_2D whose window is the whole input (VALID, a 1 x 1 output) or MEAN over
 height and width. Every other operator is opaque.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 
 import numpy as np
 import tflite
 from xdsl.dialects import func, memref
 from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, IntegerAttr, MemRefType, StringAttr
+from xdsl.ir import SSAValue
 
 from usmp_dialect.analysis.operators import FUSED_ATTRIBUTE
 from usmp_dialect.dialects.usmp import TENSOR_ATTRIBUTE, OperatorFacts
@@ -33,15 +37,31 @@ from usmp_dialect.graph.streaming import (
     StreamTensor,
     loops,
     schedule,
+    slots,
 )
 from usmp_dialect.kernels.conv import Window
+from usmp_dialect.kernels.elementwise import Operand, binary, unary_rows
 from usmp_dialect.kernels.fixed_point import quantize_multiplier
 from usmp_dialect.kernels.module import mark_operator, memref_of
 from usmp_dialect.kernels.pooling import Pool, pool2d
 from usmp_dialect.kernels.reduce import QuantizedMean
-from usmp_dialect.kernels.streaming import GlobalAverage, StreamLayer, fused_rows
+from usmp_dialect.kernels.streaming import GlobalAverage, StreamLayer, Wiring, fused_rows
 
 _WINDOWED = ("CONV_2D", "DEPTHWISE_CONV_2D", "AVERAGE_POOL_2D", "MAX_POOL_2D")
+_BINARY = ("ADD", "SUB", "MUL")
+# One-input operators of `emit_unary` that stream as one-row windows.
+_UNARY = (
+    "RELU",
+    "RELU6",
+    "LEAKY_RELU",
+    "HARD_SWISH",
+    "ELU",
+    "ABS",
+    "LOGISTIC",
+    "TANH",
+    "QUANTIZE",
+    "DEQUANTIZE",
+)
 
 
 def _is_global_reduce(importer: TfliteImporter, op: Operator) -> bool:
@@ -80,6 +100,39 @@ def _is_global_reduce(importer: TfliteImporter, op: Operator) -> bool:
             for tensor in (source, output)
         )
     return True
+
+
+def _is_elementwise(importer: TfliteImporter, op: Operator, activations: tuple[int, ...]) -> bool:
+    """An int8 or float32 ADD, SUB or MUL of two activations of the output's NHWC shape (no
+    broadcast, no constant): output row y reads row y of each input."""
+    if op.opcode not in _BINARY or len(op.inputs) != 2 or len(activations) != 2:
+        return False
+    if len(op.outputs) != 1 or op.outputs[0] < 0:
+        return False
+    tensors = [importer.graph.tensors[index] for index in (*op.inputs, op.outputs[0])]
+    output = tensors[-1]
+    return (
+        len(output.shape) == 4
+        and output.shape[0] == 1
+        and all(t.shape == output.shape and t.dtype == output.dtype for t in tensors)
+        and output.dtype in (INT8, FLOAT32)
+    )
+
+
+def _is_unary(importer: TfliteImporter, op: Operator, activations: tuple[int, ...]) -> bool:
+    """An activation, QUANTIZE or DEQUANTIZE of an int8 or float32 NHWC activation into a tensor
+    of its shape: output row y is a function of input row y."""
+    if op.opcode not in _UNARY or len(activations) != 1 or len(op.outputs) != 1:
+        return False
+    source, output = importer.graph.tensors[activations[0]], importer.graph.tensors[op.outputs[0]]
+    return (
+        op.inputs[0] == activations[0]
+        and len(output.shape) == 4
+        and output.shape[0] == 1
+        and source.shape == output.shape
+        and source.dtype in (INT8, FLOAT32)
+        and output.dtype in (INT8, FLOAT32)
+    )
 
 
 def _row_window(importer: TfliteImporter, op: Operator) -> RowWindow | None:
@@ -142,9 +195,9 @@ def stream_graph(importer: TfliteImporter) -> StreamGraph:
                 tensor.name,
                 height if not constant else 1,
                 0 if constant else size // max(height, 1),
-                pinned=tensor.index in boundary
-                or tensor.index in placed
-                or readers.get(tensor.index, 0) > 1,
+                # A tensor with several readers may still be kept in rows by a group that
+                # holds all of them (a residual block's input): `graph.streaming` sees them.
+                pinned=tensor.index in boundary or tensor.index in placed,
             )
         )
     operators: list[StreamOperator] = []
@@ -162,6 +215,8 @@ def stream_graph(importer: TfliteImporter) -> StreamGraph:
             continue
         row_window = _row_window(importer, op)
         kind = "window" if row_window is not None and len(activations) == 1 else "opaque"
+        if _is_elementwise(importer, op, activations) or _is_unary(importer, op, activations):
+            row_window, kind = RowWindow(1, 1, 1, 0), "window"
         output = graph.tensors[outputs[0]] if outputs else None
         # int8 CONV_2D blocks two output positions down a 1-wide output (kernels.conv): two
         # rows per step keep that block.
@@ -186,6 +241,10 @@ def _layer(context: OperatorContext) -> StreamLayer:
     source, output = context.tensor(0), context.tensor(0, output=True)
     input_type = memref_of(source.shape, source.dtype)
     output_type = memref_of(output.shape, output.dtype)
+    if op.opcode in _BINARY:
+        return _elementwise_layer(context, input_type, output_type)
+    if op.opcode in _UNARY:
+        return _unary_layer(context, input_type, output_type)
     if op.opcode in ("CONV_2D", "DEPTHWISE_CONV_2D"):
         emit, full = convolution_kernel(context)
 
@@ -205,6 +264,53 @@ def _layer(context: OperatorContext) -> StreamLayer:
         )
 
     return StreamLayer(context.name, input_type, output_type, pool_rows)
+
+
+def _elementwise_layer(
+    context: OperatorContext, input_type: MemRefType, output_type: MemRefType
+) -> StreamLayer:
+    """ADD, SUB or MUL on one row of each input: the unfused operator's kernel
+    (`kernels.elementwise.binary`) on row views, so the arithmetic is the same."""
+    from usmp_dialect.frontends.tflite.ops.elementwise import binary_arithmetic_of
+
+    arithmetic, _ = binary_arithmetic_of(context)
+    other = context.tensor(1)
+
+    def rows(name: str, in_types: Sequence[MemRefType], out_type: MemRefType, _: int) -> None:
+        first, second = in_types
+        binary(context.module, name, (Operand(first), Operand(second)), out_type, arithmetic)
+
+    def one_input(name: str, in_type: MemRefType, out_type: MemRefType, top_pad: int) -> None:
+        rows(name, (in_type, in_type), out_type, top_pad)
+
+    return StreamLayer(
+        context.name,
+        input_type,
+        output_type,
+        one_input,
+        (memref_of(other.shape, other.dtype),),
+        rows,
+    )
+
+
+def _unary_layer(
+    context: OperatorContext, input_type: MemRefType, output_type: MemRefType
+) -> StreamLayer:
+    """An activation (QUANTIZE, DEQUANTIZE) on one row: the arithmetic its handler emits
+    (`UnaryCapture`), element by element as the unfused kernel."""
+    from usmp_dialect.frontends.tflite.importer import OPERATORS
+    from usmp_dialect.frontends.tflite.ops.elementwise import UnaryCapture
+
+    capture = UnaryCapture(context.importer, context.op)
+    OPERATORS[context.op.opcode](capture)
+    arithmetic = capture.arithmetic
+    if arithmetic is None:
+        raise context.fail("cannot run row by row")  # the handler chose another kernel
+
+    def rows(name: str, in_type: MemRefType, out_type: MemRefType, _: int) -> None:
+        unary_rows(context.module, name, in_type, out_type, arithmetic)
+
+    return StreamLayer(context.name, input_type, output_type, rows)
 
 
 def _with_top(full: Window, top_pad: int) -> Window:
@@ -253,20 +359,33 @@ def emit_group(importer: TfliteImporter, stream: StreamGraph, group: Group) -> N
     windowed = contexts[:-1] if reducer is not None else contexts
     layers = [_layer(context) for context in windowed]
     plan = schedule(stream, group.operators)
+    reads, writes = slots(stream, group.operators, plan)
+    types = {
+        index: memref_of(graph.tensors[index].shape, graph.tensors[index].dtype)
+        for index in (*plan.inputs, *plan.buffer_tensors)
+    }
+    reduced = ops[-1].inputs[0] if reducer is not None else None
+    wiring = Wiring(
+        tuple(types[index] for index in plan.inputs),
+        tuple(types[index] for index in plan.buffer_tensors),
+        reads[: len(layers)],
+        writes[: len(layers)],
+        plan.buffer_tensors.index(reduced) if reduced is not None else -1,
+    )
     name = importer.module.unique(group_name(graph, group))
     emitted = len(importer.module.functions)
     function, scratch = fused_rows(
-        importer.module, name, layers, reducer, plan.buffer_rows, loops(plan.steps)
+        importer.module, name, layers, reducer, plan.buffer_rows, loops(plan.steps), wiring
     )
     importer.module.add(function)
     macs = sum(operator_macs(graph, op) for op in ops)
     mark_operator(importer.module.functions[emitted:], OperatorFacts("FUSED", ops[0].index, macs))
     function.attributes[FUSED_ATTRIBUTE] = _fused_attribute(importer, stream, group, ops)
 
-    first_input = contexts[0].value(0)
+    inputs = [_input_value(importer, ops, contexts, index) for index in plan.inputs]
     output = importer.output_buffer(graph.tensors[ops[-1].outputs[0]])
     buffers = []
-    tensors = [op.inputs[0] for op in ops[1:]]
+    tensors = list(plan.buffer_tensors)
     for position, type_ in enumerate(scratch):
         alloc = memref.AllocOp([], [], type_)
         # Named after the tensor whose rows it keeps (the sums: the reduced output's), as every
@@ -279,7 +398,18 @@ def emit_group(importer: TfliteImporter, stream: StreamGraph, group: Group) -> N
         else:
             value.name_hint = f"{name}_sums"
         buffers.append(value)
-    importer.main.insert(func.CallOp(name, [first_input, output, *buffers], []))
+    importer.main.insert(func.CallOp(name, [*inputs, output, *buffers], []))
+
+
+def _input_value(
+    importer: TfliteImporter, ops: list[Operator], contexts: list[OperatorContext], tensor: int
+) -> SSAValue:
+    """The `@main` value of the group's input `tensor` (through its first reader's context, which
+    reports a tensor nobody wrote)."""
+    for op, context in zip(ops, contexts, strict=True):
+        if tensor in op.inputs:
+            return context.value(op.inputs.index(tensor))
+    raise AssertionError(f"tensor {tensor} is not read by the group")
 
 
 def _fused_attribute(

@@ -9,6 +9,8 @@ left by 15 instead of 20 (`CalculateOpDataAdd`: `left_shift = output is int16 ? 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import tflite
 
@@ -127,14 +129,23 @@ def _quantized_mul(context: OperatorContext, activation: str) -> QuantizedMul:
 def binary_arithmetic(context: OperatorContext) -> None:
     if fold_constant_arithmetic(context):  # shape arithmetic on constants
         return
-    opcode = context.op.opcode
     if len(context.op.inputs) != 2:
         raise context.fail(f"{len(context.op.inputs)} inputs, 2 expected")
+    lhs, rhs, output = context.tensor(0), context.tensor(1), context.tensor(0, output=True)
+    require_types(context, lhs, rhs, output, allowed=INT16_ACTIVATION_TYPES)
+    check_broadcast(context)
+    arithmetic, dtype = binary_arithmetic_of(context)
+    emit_broadcast(context, arithmetic, dtype, in_place=True)
+
+
+def binary_arithmetic_of(context: OperatorContext) -> tuple[BinaryArithmetic, np.dtype]:
+    """What ADD, SUB or MUL computes per element (fused activation included) and its type;
+    also the row functions of a streamed one (`frontends.tflite.streaming`)."""
+    opcode = context.op.opcode
     options = context.op.option(_OPTIONS[opcode])
     activation = fused_activation(context, options.FusedActivationFunction() if options else 0)
     lhs, rhs, output = context.tensor(0), context.tensor(1), context.tensor(0, output=True)
     dtype = require_types(context, lhs, rhs, output, allowed=INT16_ACTIVATION_TYPES)
-    check_broadcast(context)
     if dtype in (INT8, INT16):
         arithmetic: BinaryArithmetic = (
             _quantized_mul(context, activation)
@@ -143,7 +154,7 @@ def binary_arithmetic(context: OperatorContext) -> None:
         )
     else:
         arithmetic = FloatBinary(opcode.lower(), float_activation(activation))
-    emit_broadcast(context, arithmetic, dtype, in_place=True)
+    return arithmetic, dtype
 
 
 def check_broadcast(context: OperatorContext) -> None:
@@ -197,6 +208,15 @@ def emit_broadcast(
     context.call(values, [context.view(target, shapes.output)])
 
 
+@dataclass
+class UnaryCapture(OperatorContext):
+    """A context in which a one-input operator's handler is not emitted: `emit_unary` records
+    its arithmetic instead (the row functions of a streamed activation, `frontends.tflite.
+    streaming`, then compute exactly what the handler would)."""
+
+    arithmetic: UnaryArithmetic | None = None
+
+
 def emit_unary(context: OperatorContext, arithmetic: UnaryArithmetic, in_place: bool) -> None:
     """`arithmetic` on every element of input 0 into output 0 (of the same shape); `in_place`:
     over the input where it is read last here (`OperatorContext.result_over`)."""
@@ -205,6 +225,9 @@ def emit_unary(context: OperatorContext, arithmetic: UnaryArithmetic, in_place: 
         raise context.fail(
             f"the output shape {list(output.shape)} differs from the input's {list(source.shape)}"
         )
+    if isinstance(context, UnaryCapture):
+        context.arithmetic = arithmetic
+        return
     size = int(np.prod(source.shape))
     unary(
         context.module,
