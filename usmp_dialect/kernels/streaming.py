@@ -15,7 +15,12 @@ planner packs them with every other buffer.
 
 A global average pool at the end sums each incoming row per channel in int32 (`%sums`; integer
 sums do not depend on the order) and divides once at the end, rounding as TFLite's reference
-kernel does.
+kernel does; a float32 one sums in float32, each channel's values in the unfused kernel's order
+(row by row, left to right), so the mean is the same float.
+
+Layouts: NHWC (TFLite; `height_axis` 1) or NCHW (ONNX; `height_axis` 2). Rows are taken along
+the height axis either way: a row view keeps the tensor's strides, and a line buffer has the
+tensor's layout with fewer rows (in NCHW a shift then copies each channel's rows).
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ from xdsl.dialects.builtin import (
     IntegerType,
     MemRefType,
     StridedLayoutAttr,
+    f32,
     i32,
     i64,
 )
@@ -61,7 +67,8 @@ class StreamLayer:
 
 @dataclass(frozen=True)
 class GlobalAverage:
-    """The reducer: int8 average over every row and column, clamped to `[low, high]`."""
+    """The reducer: the average over every row and column, int8 clamped to `[low, high]`, or
+    float32 (`low` and `high` unused: ONNX's GlobalAveragePool has no activation)."""
 
     input_type: MemRefType
     output_type: MemRefType
@@ -77,30 +84,37 @@ def _strides(shape: Sequence[int]) -> list[int]:
     return list(reversed(strides))
 
 
-def _row_view_type(source: MemRefType, rows: int) -> MemRefType:
-    """`rows` rows of the NHWC `source` at a run-time row: its strides, a dynamic offset."""
-    batch, _, width, channels = source.get_shape()
+def _with_rows(shape: Sequence[int], rows: int, height_axis: int) -> list[int]:
+    return [rows if axis == height_axis else size for axis, size in enumerate(shape)]
+
+
+def _row_view_type(source: MemRefType, rows: int, height_axis: int = 1) -> MemRefType:
+    """`rows` rows of `source` (NHWC, or NCHW with `height_axis` 2) at a run-time row: its
+    strides, a dynamic offset."""
     return MemRefType(
         source.element_type,
-        [batch, rows, width, channels],
+        _with_rows(source.get_shape(), rows, height_axis),
         StridedLayoutAttr(_strides(source.get_shape()), None),
     )
 
 
-def _rows_of(kernel: KernelBuilder, source: Value, row: Value, rows: int) -> Value:
-    """The subview of rows `[row, row + rows)` of the NHWC memref `source`."""
+def _rows_of(
+    kernel: KernelBuilder, source: Value, row: Value | int, rows: int, height_axis: int = 1
+) -> Value:
+    """The subview of rows `[row, row + rows)` of the memref `source` (rows along
+    `height_axis`)."""
     source_type = source.type
     assert isinstance(source_type, MemRefType)
-    batch, _, width, channels = source_type.get_shape()
+    offsets = [DYNAMIC if axis == height_axis else 0 for axis in range(4)]
     view = memref.SubviewOp(
         source,
         [kernel.as_index(row)],
         [],
         [],
-        DenseArrayBase.from_list(i64, [0, DYNAMIC, 0, 0]),
-        DenseArrayBase.from_list(i64, [batch, rows, width, channels]),
+        DenseArrayBase.from_list(i64, offsets),
+        DenseArrayBase.from_list(i64, _with_rows(source_type.get_shape(), rows, height_axis)),
         DenseArrayBase.from_list(i64, [1, 1, 1, 1]),
-        _row_view_type(source_type, rows),
+        _row_view_type(source_type, rows, height_axis),
     )
     return kernel.insert(view)
 
@@ -111,10 +125,12 @@ def _flat_rows(kernel: KernelBuilder, flat: Value, first: int, count: int) -> Va
     )  # type: ignore[arg-type]
 
 
-def buffer_type(tensor_type: MemRefType, rows: int) -> MemRefType:
-    """The line buffer of `rows` rows of the NHWC tensor `tensor_type`."""
-    batch, _, width, channels = tensor_type.get_shape()
-    return MemRefType(tensor_type.element_type, [batch, rows, width, channels])
+def buffer_type(tensor_type: MemRefType, rows: int, height_axis: int = 1) -> MemRefType:
+    """The line buffer of `rows` rows of the tensor `tensor_type` (NHWC, or NCHW with
+    `height_axis` 2)."""
+    return MemRefType(
+        tensor_type.element_type, _with_rows(tensor_type.get_shape(), rows, height_axis)
+    )
 
 
 def fused_rows(
@@ -124,17 +140,19 @@ def fused_rows(
     reducer: GlobalAverage | None,
     buffer_rows: Sequence[int],
     plan: Sequence[Loop],
+    height_axis: int = 1,
 ) -> tuple[func.FuncOp, list[MemRefType]]:
     """Adds the row functions of `layers` and `@name`, which runs `plan`; returns the group
     function (not yet added) and the types of its scratch arguments, in order: the line buffer
-    of every layer after the first, then (with a reducer) its input row and its sums."""
+    of every layer after the first, then (with a reducer) its input row and its sums.
+    `height_axis`: 1 for NHWC tensors, 2 for NCHW."""
     scratch: list[MemRefType] = [
-        buffer_type(layer.input_type, rows)
+        buffer_type(layer.input_type, rows, height_axis)
         for layer, rows in zip(layers[1:], buffer_rows, strict=False)
     ]
     if reducer is not None:
-        scratch.append(buffer_type(reducer.input_type, 1))
-        scratch.append(MemRefType(i32, [reducer.input_type.get_shape()[3]]))
+        scratch.append(buffer_type(reducer.input_type, 1, height_axis))
+        scratch.append(_sums_type(reducer, height_axis))
     output_type = reducer.output_type if reducer is not None else layers[-1].output_type
     arguments = [("input", layers[0].input_type), ("output", output_type)]
     arguments += [(f"rows{position}", type_) for position, type_ in enumerate(scratch)]
@@ -165,8 +183,8 @@ def fused_rows(
             emitted = len(module.functions)
             layer.emit_rows(
                 symbol,
-                _row_view_type(in_type, step.rows),
-                _row_view_type(out_type, step.out_rows),
+                _row_view_type(in_type, step.rows, height_axis),
+                _row_view_type(out_type, step.out_rows, height_axis),
                 step.top_pad,
             )
             for function_op in module.functions[emitted:]:
@@ -209,6 +227,17 @@ def fused_rows(
         return flat_buffers[layer]
 
     def run(step: Step, delta: tuple[int, int], repetition: Value | None) -> None:
+        if isinstance(step, Shift) and height_axis != 1:
+            # Rows are not outermost: each channel's rows move (an element copy, from the
+            # start: every element is read before a later one overwrites it).
+            buffer = buffers[step.layer - 1]
+            kernel.insert(
+                memref.CopyOp(
+                    _rows_of(kernel, buffer, step.first, step.rows, height_axis),
+                    _rows_of(kernel, buffer, 0, step.rows, height_axis),
+                )
+            )
+            return
         if isinstance(step, Shift):
             buffer_type_ = buffers[step.layer - 1].type
             assert isinstance(buffer_type_, MemRefType)
@@ -224,7 +253,7 @@ def fused_rows(
             return
         if isinstance(step, Reduce):
             assert reducer is not None and sums is not None and reduce_row is not None
-            _accumulate(kernel, reduce_row, sums)
+            _accumulate(kernel, reduce_row, sums, height_axis)
             return
 
         def row_index(base: int, step_rows: int) -> Value | int:
@@ -234,20 +263,27 @@ def fused_rows(
 
         callee = row_function(step)
         source_rows = _rows_of(
-            kernel, input_of(step.layer), row_index(step.source_row, delta[0]), step.rows
+            kernel,
+            input_of(step.layer),
+            row_index(step.source_row, delta[0]),
+            step.rows,
+            height_axis,
         )
         target_row = _rows_of(
-            kernel, output_of(step.layer), row_index(step.target_row, delta[1]), step.out_rows
+            kernel,
+            output_of(step.layer),
+            row_index(step.target_row, delta[1]),
+            step.out_rows,
+            height_axis,
         )
         constants = [constant_value(*symbol) for symbol in constant_arguments.get(callee, [])]
         kernel.insert(func.CallOp(callee, [source_rows, target_row, *constants], []))
 
     if reducer is not None:
         assert sums is not None
-        channels = reducer.input_type.get_shape()[3]
-        kernel.loop(
-            0, channels, lambda c, _: kernel.store(kernel.constant(0, i32), sums, [c]) or []
-        )
+        sums_type = _sums_type(reducer, height_axis)
+        zero = kernel.constant(0, sums_type.element_type)
+        kernel.loop(0, sums_type.get_shape()[0], lambda c, _: kernel.store(zero, sums, [c]) or [])
     for loop in plan:
         if loop.count == 1:
             for step in loop.body:
@@ -262,7 +298,7 @@ def fused_rows(
         kernel.loop(0, loop.count, body)
     if reducer is not None:
         assert sums is not None
-        _average(kernel, reducer, sums, target)
+        _average(kernel, reducer, sums, target, height_axis)
     finish(kernel)
     return op, scratch
 
@@ -306,15 +342,30 @@ def _constants_as_arguments(function_op: func.FuncOp) -> list[tuple[str, MemRefT
     return globals_
 
 
-def _accumulate(kernel: KernelBuilder, row: Value, sums: Value) -> None:
-    """`sums[c] += row[0, 0, x, c]` over the row's columns."""
+def _sums_type(reducer: GlobalAverage, height_axis: int) -> MemRefType:
+    """The reducer's per-channel sums: int32 for int8, float32 for float32."""
+    channels = reducer.input_type.get_shape()[3 if height_axis == 1 else 1]
+    floating = not isinstance(reducer.input_type.element_type, IntegerType)
+    return MemRefType(f32 if floating else i32, [channels])
+
+
+def _at(height_axis: int, y: Value | int, x: Value | int, c: Value) -> list[Value | int]:
+    """The indices of row `y`, column `x`, channel `c` (batch 0) in the layout."""
+    return [0, y, x, c] if height_axis == 1 else [0, c, y, x]
+
+
+def _accumulate(kernel: KernelBuilder, row: Value, sums: Value, height_axis: int = 1) -> None:
+    """`sums[c] += row[0, 0, x, c]` over the row's columns (in NCHW `row[0, c, 0, x]`)."""
     row_type = row.type
     assert isinstance(row_type, MemRefType)
-    _, _, width, channels = row_type.get_shape()
+    shape = row_type.get_shape()
+    width, channels = (shape[2], shape[3]) if height_axis == 1 else (shape[3], shape[1])
+    integer = isinstance(row_type.element_type, IntegerType)
 
     def channel(c: Value, _: Sequence[Value]) -> list[Value]:
         def column(x: Value, total: Sequence[Value]) -> list[Value]:
-            return [kernel.add(total[0], kernel.cast(kernel.load(row, [0, 0, x, c]), i32))]
+            value = kernel.load(row, _at(height_axis, 0, x, c))
+            return [kernel.add(total[0], kernel.cast(value, i32) if integer else value)]
 
         (total,) = kernel.loop(0, width, column, [kernel.load(sums, [c])])
         kernel.store(total, sums, [c])
@@ -323,13 +374,30 @@ def _accumulate(kernel: KernelBuilder, row: Value, sums: Value) -> None:
     kernel.loop(0, channels, channel)
 
 
-def _average(kernel: KernelBuilder, reducer: GlobalAverage, sums: Value, target: Value) -> None:
+def _average(
+    kernel: KernelBuilder,
+    reducer: GlobalAverage,
+    sums: Value,
+    target: Value,
+    height_axis: int = 1,
+) -> None:
     """The int8 average of every channel's sum: TFLite's `(sum +- count / 2) / count`
-    (rounding half away from zero), clamped."""
-    _, height, width, channels = reducer.input_type.get_shape()
+    (rounding half away from zero), clamped; float32: the sum divided by the count, as the
+    unfused kernel divides."""
+    shape = reducer.input_type.get_shape()
+    height, width = (shape[1], shape[2]) if height_axis == 1 else (shape[2], shape[3])
+    channels = _sums_type(reducer, height_axis).get_shape()[0]
     count = height * width
     element = reducer.output_type.element_type
-    assert isinstance(element, IntegerType)
+    if not isinstance(element, IntegerType):
+
+        def mean(c: Value, _: Sequence[Value]) -> list[Value]:
+            average = kernel.div(kernel.load(sums, [c]), kernel.constant(float(count), f32))
+            kernel.store(average, target, _at(height_axis, 0, 0, c))
+            return []
+
+        kernel.loop(0, channels, mean)
+        return
 
     def channel(c: Value, _: Sequence[Value]) -> list[Value]:
         total = kernel.load(sums, [c])
@@ -338,7 +406,7 @@ def _average(kernel: KernelBuilder, reducer: GlobalAverage, sums: Value, target:
         rounded = kernel.select(positive, kernel.add(total, half), kernel.sub(total, half))
         average = kernel.div(rounded, count)
         value = kernel.cast(kernel.clamp(average, reducer.low, reducer.high), element)
-        kernel.store(value, target, [0, 0, 0, c])
+        kernel.store(value, target, _at(height_axis, 0, 0, c))
         return []
 
     kernel.loop(0, channels, channel)
