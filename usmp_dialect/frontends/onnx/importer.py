@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from xdsl.dialects import func, memref
@@ -61,6 +61,9 @@ from usmp_dialect.kernels.module import (
     reshape_view,
 )
 from usmp_dialect.tools.progress import progress
+
+if TYPE_CHECKING:
+    from usmp_dialect.frontends.onnx.streaming import StreamedGroup
 
 ACTIVATION_TYPES = (np.dtype(np.float32), np.dtype(np.int8))
 # Nodes that quantise -> the operand position of their output's scale (its zero point follows).
@@ -253,10 +256,10 @@ class NodeRecord:
 
 @dataclass(frozen=True)
 class StreamedGroups:
-    """The fused groups an import emits (`frontends/onnx/streaming.py`): each one (an opaque
-    `StreamedGroup`) by the node where it runs (its last), and every other node it computes."""
+    """The fused groups an import emits (`frontends/onnx/streaming.py`): each one by the node
+    where it runs (its last), and every other node it computes."""
 
-    emit_at: dict[int, Any] = field(default_factory=dict)
+    emit_at: dict[int, StreamedGroup] = field(default_factory=dict)
     inside: frozenset[int] = frozenset()
 
 

@@ -184,7 +184,7 @@ def choose_streaming(importer: OnnxImporter) -> StreamedGroups | None:
     `importer` (None: none lowers the peak). A group runs at its last node (every constant
     its nodes read is folded by then); its other nodes and the nodes they fuse are skipped."""
     stream, nodes = stream_graph(importer)
-    emit_at: dict[int, object] = {}
+    emit_at: dict[int, StreamedGroup] = {}
     inside: set[int] = set()
     for group in choose_groups(stream):
         members = tuple(nodes[operator] for operator in group.operators)
