@@ -1,5 +1,5 @@
 """Fused row streaming in the ONNX frontend (issue 22): chains of Conv (group 1 and depthwise,
-stride 2, dilation, pads, a fused Relu/Clip), MaxPool/AveragePool and a final
+stride 2, dilation, pads, a fused Relu/Clip), MaxPool/AveragePool, LRN and a final
 GlobalAveragePool, NCHW, become one function that produces the output row by row, decided
 on the shared `graph.streaming` description. Float against onnxruntime (also under
 ASan/UBSan), int8 (onnxruntime's QDQ and QOperator forms) byte for byte against the unfused
@@ -66,11 +66,13 @@ def conv_chain(global_pool: bool = True) -> bytes:
 
 
 def pool_chain() -> bytes:
-    """x -> AveragePool 3x3 (SAME_UPPER) -> 5x5 Conv stride 2 (auto_pad SAME_LOWER) + Relu ->
-    MaxPool 3x3 stride 2 (ceil_mode) -> AveragePool 2x2."""
+    """x -> AveragePool 3x3 (SAME_UPPER) -> LRN (size 3, a window of one row) -> 5x5 Conv
+    stride 2 (auto_pad SAME_LOWER) + Relu -> MaxPool 3x3 stride 2 (ceil_mode) -> AveragePool
+    2x2."""
     nodes = [
         node("AveragePool", ["x"], ["a"], kernel_shape=[3, 3], auto_pad="SAME_UPPER"),
-        node("Conv", ["a", "w"], ["c"], strides=[2, 2], auto_pad="SAME_LOWER"),
+        node("LRN", ["a"], ["n"], size=3, alpha=0.5, beta=0.75, bias=2.0),
+        node("Conv", ["n", "w"], ["c"], strides=[2, 2], auto_pad="SAME_LOWER"),
         node("Relu", ["c"], ["r"]),
         node("MaxPool", ["r"], ["m"], kernel_shape=[3, 3], strides=[2, 2], ceil_mode=1),
         node("AveragePool", ["m"], ["y"], kernel_shape=[2, 2]),
@@ -110,6 +112,11 @@ def test_streamed_chain_matches_onnxruntime(tmp_path: Path, name: str, sanitize:
         (want,) = onnxruntime_outputs(model, [x])
         bound = RELATIVE * float(np.abs(want).max())
         np.testing.assert_allclose(ours.reshape(want.shape), want, rtol=0, atol=bound)
+
+
+def test_lrn_is_inside_the_pool_chain_group() -> None:
+    text = str(import_onnx(pool_chain(), "model.onnx"))
+    assert 'operators = ["averagepool_0", "lrn_1", "conv_2", "maxpool_4", "averagepool_5"]' in text
 
 
 def test_the_whole_chain_is_one_group_with_its_line_buffers() -> None:

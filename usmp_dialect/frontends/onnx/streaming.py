@@ -6,8 +6,9 @@ Streamable (batch 1, one activation input): a float Conv (group 1 or depthwise, 
 dilation and pads; with the BatchNormalization and Relu/Clip the handler fuses into it), a
 QLinearConv (also what `qdq.py` makes of a QDQ Conv, its Relu/Clip included) of the same
 shapes, MaxPool, AveragePool (not `count_include_pad`) and QLinearAveragePool, float or int8
-(a window of input rows per output row), and a float GlobalAveragePool (the global reducer,
-float32 sums). Every other node is opaque.
+(a window of input rows per output row), a float LRN (across channels at each position: a
+window of one row), and a float GlobalAveragePool (the global reducer, float32 sums). Every
+other node is opaque.
 
 The graph is the one the plain import wrote (`NodeRecord`s: what each handler read, wrote and
 fused), so the decision sees exactly the nodes that become functions: a Conv with its fused
@@ -33,6 +34,7 @@ from usmp_dialect.frontends.onnx.importer import (
 from usmp_dialect.frontends.onnx.macs import node_macs
 from usmp_dialect.frontends.onnx.ops.common import FLOAT32, spatial_window
 from usmp_dialect.frontends.onnx.ops.conv import convolution_kernel
+from usmp_dialect.frontends.onnx.ops.normalization import lrn_parameters
 from usmp_dialect.frontends.onnx.ops.pooling import pool_dtype, pooling_parameters
 from usmp_dialect.frontends.onnx.ops.qlinear import qlinear_conv_kernel
 from usmp_dialect.frontends.onnx.reader import Node
@@ -49,6 +51,7 @@ from usmp_dialect.graph.streaming import (
 )
 from usmp_dialect.kernels.conv import Window
 from usmp_dialect.kernels.module import mark_operator, memref_of
+from usmp_dialect.kernels.normalization import lrn
 from usmp_dialect.kernels.pooling import pool2d
 from usmp_dialect.kernels.streaming import GlobalAverage, StreamLayer, fused_rows
 
@@ -83,7 +86,8 @@ def _row_window(importer: OnnxImporter, node: Node, source: str, target: str) ->
     (its fused activation's output for a Conv); None: not streamable."""
     expected = _CONVOLUTIONS.get(node.op_type)
     pool = node.op_type in _POOLS
-    if (expected is None and not pool) or _domain(node) not in ("", MICROSOFT):
+    streamable = expected is not None or pool or node.op_type == "LRN"
+    if not streamable or _domain(node) not in ("", MICROSOFT):
         return None
     if (node.op_type == "QLinearAveragePool") != (_domain(node) == MICROSOFT):
         return None
@@ -97,6 +101,9 @@ def _row_window(importer: OnnxImporter, node: Node, source: str, target: str) ->
         return None
     context = NodeContext(importer, node)
     try:
+        if node.op_type == "LRN":
+            lrn_parameters(context)
+            return RowWindow(1, 1, 1, 0)
         if expected is not None:
             weights = 3 if node.op_type == "QLinearConv" else 1
             if dtype != expected or not context.is_constant(weights):
@@ -223,6 +230,14 @@ def _layer(context: NodeContext) -> StreamLayer:
             quantized(name, in_type, out_type, _with_top(window, top_pad))
 
         return StreamLayer(context.name, input_type, output_type, quantized_rows)
+    if op_type == "LRN":
+        params = lrn_parameters(context)
+        whole = memref_of(context.shape(0), FLOAT32)
+
+        def lrn_rows(name: str, in_type: MemRefType, out_type: MemRefType, top_pad: int) -> None:
+            lrn(context.module, name, in_type, params, out_type)
+
+        return StreamLayer(context.name, whole, whole, lrn_rows)
     pool = pooling_parameters(context)
     dtype = pool_dtype(context)
 
