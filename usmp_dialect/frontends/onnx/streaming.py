@@ -7,7 +7,9 @@ dilation and pads; with the BatchNormalization and Relu/Clip the handler fuses i
 QLinearConv (also what `qdq.py` makes of a QDQ Conv, its Relu/Clip included) of the same
 shapes, MaxPool, AveragePool (not `count_include_pad`) and QLinearAveragePool, float or int8
 (a window of input rows per output row), a float LRN (across channels at each position: a
-window of one row), and a float GlobalAveragePool (the global reducer, float32 sums). Every
+window of one row), float elementwise nodes of one activation — Relu, Clip, LeakyRelu, Sigmoid,
+and Add/Sub/Mul/Div by a constant the same on every row (the zoo's unfolded batch norms) — also
+windows of one row, and a float GlobalAveragePool (the global reducer, float32 sums). Every
 other node is opaque.
 
 The graph is the one the plain import wrote (`NodeRecord`s: what each handler read, wrote and
@@ -32,8 +34,9 @@ from usmp_dialect.frontends.onnx.importer import (
     StreamedGroups,
 )
 from usmp_dialect.frontends.onnx.macs import node_macs
-from usmp_dialect.frontends.onnx.ops.common import FLOAT32, spatial_window
+from usmp_dialect.frontends.onnx.ops.common import FLOAT32, NO_ACTIVATION, spatial_window
 from usmp_dialect.frontends.onnx.ops.conv import convolution_kernel
+from usmp_dialect.frontends.onnx.ops.elementwise import unary_arithmetic
 from usmp_dialect.frontends.onnx.ops.normalization import lrn_parameters
 from usmp_dialect.frontends.onnx.ops.pooling import pool_dtype, pooling_parameters
 from usmp_dialect.frontends.onnx.ops.qlinear import qlinear_conv_kernel
@@ -50,15 +53,19 @@ from usmp_dialect.graph.streaming import (
     schedule,
 )
 from usmp_dialect.kernels.conv import Window
+from usmp_dialect.kernels.elementwise import FloatBinary, Operand, binary, unary_shaped
 from usmp_dialect.kernels.module import mark_operator, memref_of
 from usmp_dialect.kernels.normalization import lrn
 from usmp_dialect.kernels.pooling import pool2d
-from usmp_dialect.kernels.streaming import GlobalAverage, StreamLayer, fused_rows
+from usmp_dialect.kernels.streaming import GlobalAverage, RowEmitter, StreamLayer, fused_rows
 
 HEIGHT_AXIS = 2  # NCHW
 INT8 = np.dtype(np.int8)
 _CONVOLUTIONS = {"Conv": FLOAT32, "QLinearConv": INT8}
 _POOLS = ("MaxPool", "AveragePool", "QLinearAveragePool")
+_UNARY = ("Relu", "Clip", "LeakyRelu", "Sigmoid")
+_BINARY = ("Add", "Sub", "Mul", "Div")
+_PER_POSITION = ("LRN", *_UNARY, *_BINARY)  # windows of one row
 
 
 @dataclass(frozen=True)
@@ -86,7 +93,7 @@ def _row_window(importer: OnnxImporter, node: Node, source: str, target: str) ->
     (its fused activation's output for a Conv); None: not streamable."""
     expected = _CONVOLUTIONS.get(node.op_type)
     pool = node.op_type in _POOLS
-    streamable = expected is not None or pool or node.op_type == "LRN"
+    streamable = expected is not None or pool or node.op_type in _PER_POSITION
     if not streamable or _domain(node) not in ("", MICROSOFT):
         return None
     if (node.op_type == "QLinearAveragePool") != (_domain(node) == MICROSOFT):
@@ -101,9 +108,8 @@ def _row_window(importer: OnnxImporter, node: Node, source: str, target: str) ->
         return None
     context = NodeContext(importer, node)
     try:
-        if node.op_type == "LRN":
-            lrn_parameters(context)
-            return RowWindow(1, 1, 1, 0)
+        if node.op_type in _PER_POSITION:
+            return RowWindow(1, 1, 1, 0) if _per_position(context, shape, out_shape) else None
         if expected is not None:
             weights = 3 if node.op_type == "QLinearConv" else 1
             if dtype != expected or not context.is_constant(weights):
@@ -125,6 +131,41 @@ def _row_window(importer: OnnxImporter, node: Node, source: str, target: str) ->
         return None  # count_include_pad: the divisor counts padding a row view cannot see
     window = parameters.window
     return RowWindow(parameters.filter_size[0], window.stride[0], 1, window.padding[0])
+
+
+def _per_position(context: NodeContext, shape: tuple[int, ...], out_shape: tuple[int, ...]) -> bool:
+    """Whether an LRN or elementwise node computes each output position from the input's at
+    the same position (float, one shape; a binary node's other input a constant that does not
+    vary along the height)."""
+    if shape != out_shape or context.dtype(0) != FLOAT32 or context.output_dtype() != FLOAT32:
+        return False
+    op_type = context.node.op_type
+    if op_type == "LRN":
+        lrn_parameters(context)
+        return True
+    if op_type in _UNARY:
+        if op_type == "Clip" and not all(
+            context.is_constant(position) for position in (1, 2) if context.has_input(position)
+        ):
+            return False
+        unary_arithmetic(context)
+        return True
+    if len(context.node.inputs) != 2 or not context.is_constant(1):
+        return False  # the activation first: `constant op x` stays unfused
+    constant = context.constant(1)
+    if constant.ndim > 4 or constant.dtype != FLOAT32:
+        return False
+    padded = (1,) * (4 - constant.ndim) + tuple(constant.shape)
+    return (
+        padded[0] == 1
+        and padded[2] == 1
+        and padded[1] in (1, shape[1])
+        and padded[3]
+        in (
+            1,
+            shape[3],
+        )
+    )
 
 
 def _global_average(importer: OnnxImporter, node: Node, source: str, target: str) -> bool:
@@ -169,6 +210,8 @@ def stream_graph(importer: OnnxImporter) -> tuple[StreamGraph, tuple[int, ...]]:
     nodes: list[int] = []
     by_index = {node.index: node for node in graph.nodes}
     for node_index, record in importer.records.items():
+        if not record.read and not record.written:
+            continue  # folded at import (a Constant, a Shape subgraph): no function
         node = by_index[node_index]
         inputs = tuple(index[name] for name in record.read)
         outputs = tuple(index[name] for name in record.written)
@@ -230,6 +273,9 @@ def _layer(context: NodeContext) -> StreamLayer:
             quantized(name, in_type, out_type, _with_top(window, top_pad))
 
         return StreamLayer(context.name, input_type, output_type, quantized_rows)
+    if op_type in _UNARY or op_type in _BINARY:
+        whole = memref_of(context.shape(0), FLOAT32)
+        return StreamLayer(context.name, whole, whole, _elementwise_rows(context))
     if op_type == "LRN":
         params = lrn_parameters(context)
         whole = memref_of(context.shape(0), FLOAT32)
@@ -256,6 +302,29 @@ def _layer(context: NodeContext) -> StreamLayer:
         memref_of(context.output_shape(), dtype),
         pool_rows,
     )
+
+
+def _elementwise_rows(context: NodeContext) -> RowEmitter:
+    """The row function of a unary node, or of a binary one with a constant second input (as
+    a 4-D global broadcast over the row)."""
+    module = context.module
+    if context.node.op_type in _UNARY:
+        arithmetic = unary_arithmetic(context)
+
+        def unary_rows(name: str, in_type: MemRefType, out_type: MemRefType, _: int) -> None:
+            unary_shaped(module, name, in_type, out_type, arithmetic)
+
+        return unary_rows
+    constant = context.constant(1).astype(np.float32)
+    array = np.ascontiguousarray(constant.reshape((1,) * (4 - constant.ndim) + constant.shape))
+    symbol, constant_type = module.constant(f"{context.name}_input2", array)
+    operation = FloatBinary(context.node.op_type.lower(), NO_ACTIVATION)
+
+    def binary_rows(name: str, in_type: MemRefType, out_type: MemRefType, _: int) -> None:
+        operands = (Operand(in_type), Operand(constant_type, symbol))
+        binary(module, name, operands, out_type, operation)
+
+    return binary_rows
 
 
 def emit_group(importer: OnnxImporter, streamed: StreamedGroup) -> None:
