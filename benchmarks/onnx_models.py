@@ -11,7 +11,10 @@ Each graph gets seeded random weights of its `ConstantOfShape` shapes (see
 
 * activations: the activation buffers the planner places in the workspace (U1: the graph's
   inputs and outputs are the caller's and not counted), from the plan report;
-* bound and workspace: the report's lower bound and the planned workspace;
+* bound and workspace: the report's lower bound and the planned workspace (the default import:
+  fused row streaming where it lowers the peak, issue 22);
+* `--fuse=none` and ratio: the workspace of the plain import (one function per node), and
+  workspace / that; fused groups: how many, and their nodes;
 * graph-order peak: the largest total size of the intermediate tensors live at once when the
   nodes run in file order, each node output its own buffer (no in-place reuse, views counted
   as copies), live from the node writing it to the last node reading it; inputs, outputs and
@@ -29,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -49,7 +53,7 @@ from usmp_dialect.testing.onnx_models import (
 from usmp_dialect.testing.results_file import write_section
 from usmp_dialect.validation.host import PREFIX, compile_model, pipeline, usmp_opt
 
-DEFAULT = ("squeezenet", "shufflenet", "inception_v1")
+DEFAULT = ("squeezenet", "shufflenet", "inception_v1", "densenet121", "resnet50")
 
 
 @dataclass
@@ -62,6 +66,9 @@ class Row:
     usmp_opt_s: float
     usmp_opt_mb: float
     c_mb: float
+    unfused: int = 0
+    groups: int = 0
+    fused_nodes: int = 0
     gcc_s: float | None = None
     error: float | None = None
 
@@ -97,6 +104,9 @@ def measure(name: str, directory: Path, run: bool, constants: str) -> Row:
         peak_kb / 1024,
         source.stat().st_size / 1e6,
     )
+    row.unfused = _unfused_workspace(path, directory)
+    fused = [op["fused"] for op in plan["operators"] if "fused" in op]
+    row.groups, row.fused_nodes = len(fused), sum(len(group["operators"]) for group in fused)
     if run:
         subprocess.run(
             [
@@ -126,6 +136,18 @@ def measure(name: str, directory: Path, run: bool, constants: str) -> Row:
     return row
 
 
+def _unfused_workspace(path: Path, directory: Path) -> int:
+    """The workspace of the import with `--fuse=none` (U1, as the row's)."""
+    report = directory / "plan_unfused.json"
+    subprocess.run(
+        [*usmp_opt(), str(path), "--fuse=none", "-p", pipeline(False, report), "-o", os.devnull],
+        check=True,
+        capture_output=True,
+    )
+    plan = json.loads(report.read_text())
+    return next(pool["size_bytes"] for pool in plan["pools"] if pool["kind"] == "workspace")
+
+
 TITLE = """# ONNX Model Zoo graphs (onnx wheel, seeded random weights)
 
 Bytes. U1 (`usmp-import-memref,convert-linalg-to-loops,usmp`, inputs and outputs outside the
@@ -148,15 +170,17 @@ def table(rows: list[Row], constants: str) -> str:
         f"`python benchmarks/onnx_models.py --models {','.join(r.model for r in rows)}`, C "
         f"constant pools as `constants={constants}`.",
         "",
-        "| model | activations | bound | workspace | graph-order peak | workspace / peak "
-        "| usmp-opt s | usmp-opt MB | C MB | gcc -O2 s | error |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| model | activations | bound | workspace | `--fuse=none` | ratio | fused groups "
+        "(nodes) | graph-order peak | workspace / peak | usmp-opt s | usmp-opt MB | C MB "
+        "| gcc -O2 s | error |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
         gcc = f"{r.gcc_s:.1f}" if r.gcc_s is not None else "—"
         error = f"{r.error:.1e}" if r.error is not None else "—"
         lines.append(
-            f"| {r.model} | {r.activations} | {r.bound:,} | {r.workspace:,} | "
+            f"| {r.model} | {r.activations} | {r.bound:,} | {r.workspace:,} | {r.unfused:,} | "
+            f"{r.workspace / r.unfused:.3f} | {r.groups} ({r.fused_nodes}) | "
             f"{r.graph_order_peak:,} | {r.workspace / r.graph_order_peak:.3f} | "
             f"{r.usmp_opt_s:.1f} | {r.usmp_opt_mb:.0f} | {r.c_mb:.1f} | {gcc} | {error} |"
         )

@@ -431,6 +431,25 @@ def _unary_element(
     return quantize
 
 
+def unary_shaped(
+    module: ModelModule,
+    name: str,
+    input_type: MemRefType,
+    output_type: MemRefType,
+    arithmetic: UnaryArithmetic,
+) -> None:
+    """Adds `@name(%input, %output)` applying `arithmetic` to every element, indexed through
+    the types' own layouts (of one shape; e.g. row views of a streamed group)."""
+    op, kernel, (source, target) = function(name, [("input", input_type), ("output", output_type)])
+    element = _unary_element(module, name, kernel, arithmetic, output_type.element_type)
+    kernel.loops(
+        output_type.get_shape(),
+        lambda ivs: kernel.store(element(kernel.load(source, ivs)), target, ivs),
+    )
+    finish(kernel)
+    module.add(op)
+
+
 def unary(
     module: ModelModule,
     name: str,

@@ -25,10 +25,18 @@ class Lrn:
     bias: float
 
 
-def lrn(module: ModelModule, name: str, type_: MemRefType, params: Lrn) -> None:
-    """Adds `@name(%input, %output)` of `type_` (N, C, ...)."""
+def lrn(
+    module: ModelModule,
+    name: str,
+    type_: MemRefType,
+    params: Lrn,
+    output_type: MemRefType | None = None,
+) -> None:
+    """Adds `@name(%input, %output)` of `type_` (N, C, ...); the output of `output_type` when
+    given (the same shape, another layout: a row view of a streamed group)."""
     channels = type_.get_shape()[1]
-    op, kernel, (source, target) = function(name, [("input", type_), ("output", type_)])
+    arguments = [("input", type_), ("output", output_type or type_)]
+    op, kernel, (source, target) = function(name, arguments)
     before, after = (params.size - 1) // 2, params.size // 2
 
     def body(ivs: Sequence[Value]) -> None:

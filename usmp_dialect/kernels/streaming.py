@@ -18,6 +18,10 @@ A global reducer at the end (an AVERAGE_POOL_2D over the whole input, or a MEAN 
 width; int8 or float32) sums each incoming row per channel (`%sums`: int32, whose sums do not
 depend on the order, or float32, added in the unfused kernels' order: rows, then columns) and
 finishes once at the end as the unfused kernel does (`_average`).
+
+Layouts: NHWC (TFLite; `height_axis` 1) or NCHW (ONNX; `height_axis` 2). Rows are taken along
+the height axis either way: a row view keeps the tensor's strides, and a line buffer has the
+tensor's layout with fewer rows (in NCHW a shift then copies each channel's rows).
 """
 
 from __future__ import annotations
@@ -37,7 +41,7 @@ from xdsl.dialects.builtin import (
     i32,
     i64,
 )
-from xdsl.ir import Attribute, Operation
+from xdsl.ir import Operation
 from xdsl.rewriter import InsertPoint
 
 from usmp_dialect.graph.streaming import Compute, Loop, Reduce, Shift, Slot, Step
@@ -76,8 +80,9 @@ class StreamLayer:
 @dataclass(frozen=True)
 class GlobalAverage:
     """The reducer: the average over every row and column of each channel (int8 or float32),
-    clamped to `[low, high]`. `mean`: an int8 MEAN, requantised as TFLite Micro's
-    `QuantizedMeanOrSum` (`kernels.reduce`) instead of the average pool's rounding division.
+    clamped to `[low, high]` (infinite for ONNX's float GlobalAveragePool). `mean`: an int8
+    MEAN, requantised as TFLite Micro's `QuantizedMeanOrSum` (`kernels.reduce`) instead of the
+    average pool's rounding division.
     The output is `[1, 1, 1, C]` or (a MEAN without `keep_dims`) `[1, C]`."""
 
     input_type: MemRefType
@@ -95,30 +100,37 @@ def _strides(shape: Sequence[int]) -> list[int]:
     return list(reversed(strides))
 
 
-def _row_view_type(source: MemRefType, rows: int) -> MemRefType:
-    """`rows` rows of the NHWC `source` at a run-time row: its strides, a dynamic offset."""
-    batch, _, width, channels = source.get_shape()
+def _with_rows(shape: Sequence[int], rows: int, height_axis: int) -> list[int]:
+    return [rows if axis == height_axis else size for axis, size in enumerate(shape)]
+
+
+def _row_view_type(source: MemRefType, rows: int, height_axis: int = 1) -> MemRefType:
+    """`rows` rows of `source` (NHWC, or NCHW with `height_axis` 2) at a run-time row: its
+    strides, a dynamic offset."""
     return MemRefType(
         source.element_type,
-        [batch, rows, width, channels],
+        _with_rows(source.get_shape(), rows, height_axis),
         StridedLayoutAttr(_strides(source.get_shape()), None),
     )
 
 
-def _rows_of(kernel: KernelBuilder, source: Value, row: Value, rows: int) -> Value:
-    """The subview of rows `[row, row + rows)` of the NHWC memref `source`."""
+def _rows_of(
+    kernel: KernelBuilder, source: Value, row: Value | int, rows: int, height_axis: int = 1
+) -> Value:
+    """The subview of rows `[row, row + rows)` of the memref `source` (rows along
+    `height_axis`)."""
     source_type = source.type
     assert isinstance(source_type, MemRefType)
-    batch, _, width, channels = source_type.get_shape()
+    offsets = [DYNAMIC if axis == height_axis else 0 for axis in range(4)]
     view = memref.SubviewOp(
         source,
         [kernel.as_index(row)],
         [],
         [],
-        DenseArrayBase.from_list(i64, [0, DYNAMIC, 0, 0]),
-        DenseArrayBase.from_list(i64, [batch, rows, width, channels]),
+        DenseArrayBase.from_list(i64, offsets),
+        DenseArrayBase.from_list(i64, _with_rows(source_type.get_shape(), rows, height_axis)),
         DenseArrayBase.from_list(i64, [1, 1, 1, 1]),
-        _row_view_type(source_type, rows),
+        _row_view_type(source_type, rows, height_axis),
     )
     return kernel.insert(view)
 
@@ -129,10 +141,12 @@ def _flat_rows(kernel: KernelBuilder, flat: Value, first: int, count: int) -> Va
     )  # type: ignore[arg-type]
 
 
-def buffer_type(tensor_type: MemRefType, rows: int) -> MemRefType:
-    """The line buffer of `rows` rows of the NHWC tensor `tensor_type`."""
-    batch, _, width, channels = tensor_type.get_shape()
-    return MemRefType(tensor_type.element_type, [batch, rows, width, channels])
+def buffer_type(tensor_type: MemRefType, rows: int, height_axis: int = 1) -> MemRefType:
+    """The line buffer of `rows` rows of the tensor `tensor_type` (NHWC, or NCHW with
+    `height_axis` 2)."""
+    return MemRefType(
+        tensor_type.element_type, _with_rows(tensor_type.get_shape(), rows, height_axis)
+    )
 
 
 def fused_rows(
@@ -143,19 +157,22 @@ def fused_rows(
     buffer_rows: Sequence[int],
     plan: Sequence[Loop],
     wiring: Wiring | None = None,
+    height_axis: int = 1,
 ) -> tuple[func.FuncOp, list[MemRefType]]:
     """Adds the row functions of `layers` and `@name`, which runs `plan`; returns the group
     function (not yet added) and the types of its scratch arguments, in order: the line
     buffers (`wiring.buffers`; for a chain: of every layer after the first, then with a reducer
     its input row), then the reducer's sums. `@name`'s arguments are the group's inputs
-    (`wiring.inputs`; a chain: the first layer's input), its output and the scratch."""
+    (`wiring.inputs`; a chain: the first layer's input), its output and the scratch.
+    `height_axis`: 1 for NHWC tensors, 2 for NCHW."""
     if wiring is None:
         wiring = chain_wiring(layers, reducer)
     scratch: list[MemRefType] = [
-        buffer_type(full, rows) for full, rows in zip(wiring.buffers, buffer_rows, strict=True)
+        buffer_type(full, rows, height_axis)
+        for full, rows in zip(wiring.buffers, buffer_rows, strict=True)
     ]
     if reducer is not None:
-        scratch.append(MemRefType(_sum_type(reducer), [reducer.input_type.get_shape()[3]]))
+        scratch.append(_sums_type(reducer, height_axis))
     output_type = reducer.output_type if reducer is not None else layers[-1].output_type
     if len(wiring.inputs) == 1:
         arguments = [("input", wiring.inputs[0])]
@@ -198,15 +215,21 @@ def fused_rows(
             out_type = output_of(step.layer).type
             assert isinstance(out_type, MemRefType)
             assert all(isinstance(type_, MemRefType) for type_ in in_types)
-            views = [_row_view_type(type_, step.rows) for type_ in in_types]  # type: ignore[arg-type]
+            views = [_row_view_type(type_, step.rows, height_axis) for type_ in in_types]  # type: ignore[arg-type]
             emitted = len(module.functions)
             if layer.emit_many_rows is not None:
                 layer.emit_many_rows(
-                    symbol, views, _row_view_type(out_type, step.out_rows), step.top_pad
+                    symbol,
+                    views,
+                    _row_view_type(out_type, step.out_rows, height_axis),
+                    step.top_pad,
                 )
             else:
                 layer.emit_rows(
-                    symbol, views[0], _row_view_type(out_type, step.out_rows), step.top_pad
+                    symbol,
+                    views[0],
+                    _row_view_type(out_type, step.out_rows, height_axis),
+                    step.top_pad,
                 )
             for function_op in module.functions[emitted:]:
                 if isinstance(function_op, func.FuncOp) and function_op.sym_name.data == symbol:
@@ -248,6 +271,17 @@ def fused_rows(
         return flat_buffers[layer]
 
     def run(step: Step, delta: tuple[int, ...], repetition: Value | None) -> None:
+        if isinstance(step, Shift) and height_axis != 1:
+            # Rows are not outermost: each channel's rows move (an element copy, from the
+            # start: every element is read before a later one overwrites it).
+            buffer = buffers[step.layer - 1]
+            kernel.insert(
+                memref.CopyOp(
+                    _rows_of(kernel, buffer, step.first, step.rows, height_axis),
+                    _rows_of(kernel, buffer, 0, step.rows, height_axis),
+                )
+            )
+            return
         if isinstance(step, Shift):
             buffer_type_ = buffers[step.layer - 1].type
             assert isinstance(buffer_type_, MemRefType)
@@ -263,7 +297,7 @@ def fused_rows(
             return
         if isinstance(step, Reduce):
             assert reducer is not None and sums is not None and reduce_row is not None
-            _accumulate(kernel, reduce_row, sums)
+            _accumulate(kernel, reduce_row, sums, height_axis)
             return
 
         def row_index(base: int, step_rows: int) -> Value | int:
@@ -275,20 +309,30 @@ def fused_rows(
         rows = (step.source_row, *step.other_source_rows)
         growth = (delta[0], *delta[2:])
         source_rows = [
-            _rows_of(kernel, input_of(step.layer, position), row_index(row, grows), step.rows)
+            _rows_of(
+                kernel,
+                input_of(step.layer, position),
+                row_index(row, grows),
+                step.rows,
+                height_axis,
+            )
             for position, (row, grows) in enumerate(zip(rows, growth, strict=True))
         ]
         target_row = _rows_of(
-            kernel, output_of(step.layer), row_index(step.target_row, delta[1]), step.out_rows
+            kernel,
+            output_of(step.layer),
+            row_index(step.target_row, delta[1]),
+            step.out_rows,
+            height_axis,
         )
         constants = [constant_value(*symbol) for symbol in constant_arguments.get(callee, [])]
         kernel.insert(func.CallOp(callee, [*source_rows, target_row, *constants], []))
 
     if reducer is not None:
         assert sums is not None
-        channels = reducer.input_type.get_shape()[3]
-        zero = kernel.constant(0, _sum_type(reducer))
-        kernel.loop(0, channels, lambda c, _: kernel.store(zero, sums, [c]) or [])
+        sums_type = _sums_type(reducer, height_axis)
+        zero = kernel.constant(0, sums_type.element_type)
+        kernel.loop(0, sums_type.get_shape()[0], lambda c, _: kernel.store(zero, sums, [c]) or [])
     for loop in plan:
         if loop.count == 1:
             for step, delta in zip(loop.body, loop.deltas, strict=True):
@@ -303,7 +347,7 @@ def fused_rows(
         kernel.loop(0, loop.count, body)
     if reducer is not None:
         assert sums is not None
-        _average(kernel, reducer, sums, target)
+        _average(kernel, reducer, sums, target, height_axis)
     finish(kernel)
     return op, scratch
 
@@ -379,22 +423,29 @@ def _constants_as_arguments(function_op: func.FuncOp) -> list[tuple[str, MemRefT
     return globals_
 
 
-def _sum_type(reducer: GlobalAverage) -> Attribute:
-    """int32 sums of int8 rows, float32 sums of float rows."""
-    return i32 if isinstance(reducer.input_type.element_type, IntegerType) else f32
+def _sums_type(reducer: GlobalAverage, height_axis: int) -> MemRefType:
+    """The reducer's per-channel sums: int32 for int8, float32 for float32."""
+    channels = reducer.input_type.get_shape()[3 if height_axis == 1 else 1]
+    floating = not isinstance(reducer.input_type.element_type, IntegerType)
+    return MemRefType(f32 if floating else i32, [channels])
 
 
-def _accumulate(kernel: KernelBuilder, row: Value, sums: Value) -> None:
-    """`sums[c] += row[0, 0, x, c]` over the row's columns (float: in the order the unfused
-    kernels add, rows then columns, so the float sums are the same)."""
+def _at(height_axis: int, y: Value | int, x: Value | int, c: Value) -> list[Value | int]:
+    """The indices of row `y`, column `x`, channel `c` (batch 0) in the layout."""
+    return [0, y, x, c] if height_axis == 1 else [0, c, y, x]
+
+
+def _accumulate(kernel: KernelBuilder, row: Value, sums: Value, height_axis: int = 1) -> None:
+    """`sums[c] += row[0, 0, x, c]` over the row's columns (in NCHW `row[0, c, 0, x]`)."""
     row_type = row.type
     assert isinstance(row_type, MemRefType)
-    _, _, width, channels = row_type.get_shape()
+    shape = row_type.get_shape()
+    width, channels = (shape[2], shape[3]) if height_axis == 1 else (shape[3], shape[1])
     integer = isinstance(row_type.element_type, IntegerType)
 
     def channel(c: Value, _: Sequence[Value]) -> list[Value]:
         def column(x: Value, total: Sequence[Value]) -> list[Value]:
-            value = kernel.load(row, [0, 0, x, c])
+            value = kernel.load(row, _at(height_axis, 0, x, c))
             return [kernel.add(total[0], kernel.cast(value, i32) if integer else value)]
 
         (total,) = kernel.loop(0, width, column, [kernel.load(sums, [c])])
@@ -404,11 +455,19 @@ def _accumulate(kernel: KernelBuilder, row: Value, sums: Value) -> None:
     kernel.loop(0, channels, channel)
 
 
-def _average(kernel: KernelBuilder, reducer: GlobalAverage, sums: Value, target: Value) -> None:
+def _average(
+    kernel: KernelBuilder,
+    reducer: GlobalAverage,
+    sums: Value,
+    target: Value,
+    height_axis: int = 1,
+) -> None:
     """Every channel's sum into the output, as the unfused kernels finish: the int8 average
     pool's `(sum +- count / 2) / count` (rounding half away from zero, `kernels.pooling`), an
     int8 MEAN's `QuantizedMeanOrSum` (`kernels.reduce`), float `sum / count`; then clamped."""
-    _, height, width, channels = reducer.input_type.get_shape()
+    shape = reducer.input_type.get_shape()
+    height, width = (shape[1], shape[2]) if height_axis == 1 else (shape[2], shape[3])
+    channels = _sums_type(reducer, height_axis).get_shape()[0]
     count = height * width
     element = reducer.output_type.element_type
     rank = len(reducer.output_type.get_shape())
@@ -434,7 +493,8 @@ def _average(kernel: KernelBuilder, reducer: GlobalAverage, sums: Value, target:
             rounded = kernel.select(positive, kernel.add(total, half), kernel.sub(total, half))
             average = kernel.div(rounded, count)
             value = kernel.cast(kernel.clamp(average, int(reducer.low), int(reducer.high)), element)
-        kernel.store(value, target, [0] * (rank - 1) + [c])
+        indices = [0] * (rank - 1) + [c] if height_axis == 1 else _at(height_axis, 0, 0, c)
+        kernel.store(value, target, indices)
         return []
 
     kernel.loop(0, channels, channel)

@@ -1,7 +1,8 @@
 """Depthwise Conv in place in the ONNX frontend (issue 22): an inverted residual block whose
 peak is its depthwise Conv (NCHW, group = channels) runs it in place, the output over its
 input's first bytes through one plane of scratch (stride 1 and 2), against onnxruntime; the
-workspace drops, and `in_place="none"` keeps the Conv's own output buffer."""
+workspace drops, and `in_place="none"` keeps the Conv's own output buffer. The in-place checks
+import with `fuse="none"`: by default the block is one fused row-streamed group (lower still)."""
 
 from __future__ import annotations
 
@@ -67,20 +68,21 @@ def _calls(text: str) -> dict[str, list[str]]:
 
 @pytest.mark.parametrize("stride", [1, 2])
 def test_shares_the_input_buffer(stride: int) -> None:
-    text = str(import_onnx(block(stride), "block.onnx"))
+    text = str(import_onnx(block(stride), "block.onnx", ImportOptions(fuse="none")))
     calls = _calls(text)
     assert calls["conv_2"][0] == calls["conv_2"][1] == calls["conv_0"][1]
     out = SIZE // stride
     function = text[text.index("func.func @conv_2") :]
     assert f"memref.alloc() : memref<{out}x{out}xf32>" in function[: function.index("return")]
-    none = _calls(str(import_onnx(block(stride), "block.onnx", ImportOptions(in_place="none"))))
+    plain = ImportOptions(in_place="none", fuse="none")
+    none = _calls(str(import_onnx(block(stride), "block.onnx", plain)))
     assert none["conv_2"][0] != none["conv_2"][1]
 
 
 @pytest.mark.parametrize("stride", [1, 2])
 def test_peak_drops(stride: int) -> None:
-    before = usmp_dialect.compile(block(stride), frontend="onnx", in_place="none")
-    after = usmp_dialect.compile(block(stride), frontend="onnx")
+    before = usmp_dialect.compile(block(stride), frontend="onnx", in_place="none", fuse="none")
+    after = usmp_dialect.compile(block(stride), frontend="onnx", fuse="none")
     e_bytes = SIZE * SIZE * EXPANDED * 4
     assert before.workspace_bytes == e_bytes + e_bytes // stride**2
     assert after.workspace_bytes == e_bytes + (SIZE // stride) ** 2 * CHANNELS * 4

@@ -29,6 +29,7 @@ from onnx import helper, numpy_helper  # noqa: E402
 from xdsl.dialects import func  # noqa: E402
 
 from usmp_dialect.frontends.onnx import import_onnx  # noqa: E402
+from usmp_dialect.frontends.options import ImportOptions  # noqa: E402
 from usmp_dialect.testing.onnx_models import (  # noqa: E402
     graph_model,
     onnxruntime_outputs,
@@ -43,9 +44,11 @@ from usmp_dialect.validation.host import compile_model  # noqa: E402
 STEPS = 2
 
 
-def _kernels(path: Path) -> list[str]:
-    """The names of the functions `@main` calls (`<op type>_<index>`, minus the index)."""
-    module = import_onnx(path.read_bytes(), str(path))
+def _kernels(path: Path, fuse: str = "none") -> list[str]:
+    """The names of the functions `@main` calls (`<op type>_<index>`, minus the index), by
+    default of the plain import (`fuse="none"`: one function per node, no row-streamed
+    group; the programs compared with onnxruntime are the default, streamed ones)."""
+    module = import_onnx(path.read_bytes(), str(path), ImportOptions(fuse=fuse))
     names = [op.sym_name.data for op in module.ops if isinstance(op, func.FuncOp)]
     return [name.rsplit("_", 1)[0] for name in names if name != "main"]
 
@@ -81,6 +84,8 @@ def test_quantized_squeezenet_matches_onnxruntime(
     assert kernels.count("qlinearconcat") == 8
     assert kernels.count("maxpool") == 3
     assert kernels.count("qlinearglobalaveragepool") == 1
+    # by default the first QLinearConv and MaxPool run row by row, in int8 (issue 22)
+    assert any(name.startswith("fused_qlinearconv") for name in _kernels(quantized, "rows"))
     # float only at the ends: the input's Quantize, the Softmax and its Q/DQ, the outputs' DQ
     assert kernels.count("dequantizelinear") <= 3
     assert kernels.count("quantizelinear") <= 2

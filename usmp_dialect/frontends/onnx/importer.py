@@ -23,8 +23,8 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from xdsl.dialects import func, memref
@@ -61,6 +61,9 @@ from usmp_dialect.kernels.module import (
     reshape_view,
 )
 from usmp_dialect.tools.progress import progress
+
+if TYPE_CHECKING:
+    from usmp_dialect.frontends.onnx.streaming import StreamedGroup
 
 ACTIVATION_TYPES = (np.dtype(np.float32), np.dtype(np.int8))
 # Nodes that quantise -> the operand position of their output's scale (its zero point follows).
@@ -241,6 +244,25 @@ class NodeContext:
         return bool(self.importer.readers.get(name)) or name in self.graph.outputs
 
 
+@dataclass(frozen=True)
+class NodeRecord:
+    """What a node's handler did: the activations it read, the tensors it wrote (in order),
+    and the nodes it fused into its function."""
+
+    read: tuple[str, ...]
+    written: tuple[str, ...]
+    fused: frozenset[int]
+
+
+@dataclass(frozen=True)
+class StreamedGroups:
+    """The fused groups an import emits (`frontends/onnx/streaming.py`): each one by the node
+    where it runs (its last), and every other node it computes."""
+
+    emit_at: dict[int, StreamedGroup] = field(default_factory=dict)
+    inside: frozenset[int] = frozenset()
+
+
 Handler = Callable[[NodeContext], None]
 OPERATORS: dict[str, Handler] = {}
 MICROSOFT = "com.microsoft"
@@ -319,7 +341,11 @@ def handler_of(node: Node) -> Handler | None:
 
 class OnnxImporter:
     def __init__(
-        self, graph: Graph, in_place: str = "all", depthwise: frozenset[int] = frozenset()
+        self,
+        graph: Graph,
+        in_place: str = "all",
+        depthwise: frozenset[int] = frozenset(),
+        streamed: StreamedGroups | None = None,
     ) -> None:
         self.graph = graph
         self.module = ModelModule()
@@ -350,6 +376,11 @@ class OnnxImporter:
         # could but do not, with their temporary's bytes (`import_onnx` chooses among them).
         self.depthwise = depthwise
         self.depthwise_candidates: dict[str, int] = {}
+        # Fused row streaming (`frontends/onnx/streaming.py`): the groups to emit, and what each
+        # handler did (the activations it read, the tensors it wrote, the nodes it fused), which
+        # describes the graph to `graph.streaming`.
+        self.streamed = streamed or StreamedGroups()
+        self.records: dict[int, NodeRecord] = {}
 
     def _static(self, name: str) -> TensorInfo | None:
         info = self.graph.infos.get(name)
@@ -603,14 +634,32 @@ class OnnxImporter:
 
         for node in graph.nodes:
             progress(f"importing node {node.index + 1}/{len(graph.nodes)} ({node.op_type})")
+            if node.index in self.streamed.emit_at:
+                from usmp_dialect.frontends.onnx.streaming import emit_group
+
+                emit_group(self, self.streamed.emit_at[node.index])
+                continue
+            if node.index in self.streamed.inside:
+                continue
             if node.index not in self.fused:
                 handler = handler_of(node)
                 assert handler is not None
                 context = NodeContext(self, node)
                 emitted = len(self.module.functions)
+                read = tuple(
+                    name
+                    for name in node.inputs
+                    if name in self.values and name not in self.constants
+                )
+                written, fused = set(self.values), set(self.fused)
                 handler(context)
                 facts = OperatorFacts(node.op_type, node.index, node_macs(context))
                 mark_operator(self.module.functions[emitted:], facts)
+                self.records[node.index] = NodeRecord(
+                    read,
+                    tuple(name for name in self.values if name not in written),
+                    frozenset(self.fused - fused),
+                )
         for tensor in graph.outputs:
             argument = self._arguments[tensor]
             if tensor in self.values and self.values[tensor] is argument:
@@ -633,18 +682,33 @@ def _function(node: Node) -> str:
 def import_onnx(data: bytes, path: str, options: ImportOptions | None = None) -> ModuleOp:
     """The module of the `.onnx` model in `data` (SPEC §9), carrying `usmp.model`, imported
     with `options` (`frontends.options.ImportOptions`; ONNX runs elementwise nodes in place for
-    `in_place="all"` and `"elementwise"`)."""
+    `in_place="all"` and `"elementwise"`, and streams Conv/pooling chains for `fuse="rows"`)."""
     from usmp_dialect.frontends.onnx import ops  # noqa: F401  (registers the handlers)
 
-    in_place = (options or ImportOptions()).in_place
+    options = options or ImportOptions()
+    in_place = options.in_place
     graph = fuse_qdq(read_graph(data, path))
     importer = OnnxImporter(graph, in_place)
     module = importer.run()
+    streamed = None
+    if options.fuse == "rows":
+        # Fused row streaming where it lowers the peak, decided on the graph the plain import
+        # described (`frontends/onnx/streaming.py`): imported again with the groups.
+        from usmp_dialect.frontends.onnx.streaming import choose_streaming
+
+        streamed = choose_streaming(importer)
+        if streamed is not None:
+            grouped = OnnxImporter(graph, in_place, streamed=streamed)
+            transformed = grouped.run()
+            if lowers_peak(module, transformed):
+                importer, module = grouped, transformed
+            else:
+                streamed = None
     # Depthwise convolutions in place where that lowers the peak: imported again with them.
     chosen = choose_calls(module, importer.depthwise_candidates)
     if chosen:
         nodes = frozenset(node.index for node in graph.nodes if _function(node) in chosen)
-        transformed = OnnxImporter(graph, in_place, nodes).run()
+        transformed = OnnxImporter(graph, in_place, nodes, streamed).run()
         if lowers_peak(module, transformed):
             module = transformed
     module.attributes[MODEL_ATTRIBUTE] = model_attribute(data, path)

@@ -16,19 +16,19 @@ from dataclasses import replace
 
 import numpy as np
 import tflite
-from xdsl.dialects import func, memref
-from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, IntegerAttr, MemRefType, StringAttr
+from xdsl.dialects.builtin import MemRefType
 from xdsl.ir import SSAValue
 
 from usmp_dialect.analysis.operators import FUSED_ATTRIBUTE
-from usmp_dialect.dialects.usmp import TENSOR_ATTRIBUTE, OperatorFacts
+from usmp_dialect.dialects.usmp import OperatorFacts
 from usmp_dialect.frontends.errors import ModelImportError
+from usmp_dialect.frontends.streaming import call_group, fused_attribute, group_name
 from usmp_dialect.frontends.tflite.importer import OperatorContext, TfliteImporter
 from usmp_dialect.frontends.tflite.macs import operator_macs
 from usmp_dialect.frontends.tflite.ops.common import FLOAT32, INT8, quantization, window
 from usmp_dialect.frontends.tflite.ops.conv import convolution_kernel
 from usmp_dialect.frontends.tflite.ops.pooling import pooling_parameters
-from usmp_dialect.frontends.tflite.reader import Graph, Operator
+from usmp_dialect.frontends.tflite.reader import Operator
 from usmp_dialect.graph.streaming import (
     Group,
     RowWindow,
@@ -338,13 +338,6 @@ def _reducer(context: OperatorContext) -> GlobalAverage:
     return GlobalAverage(input_type, output_type, pool.activation_min, pool.activation_max)
 
 
-def group_name(graph: Graph, group: Group) -> str:
-    """`fused_<first operator>__<last operator>` (C identifiers stay within 63 characters)."""
-    first = graph.operators[group.operators[0]]
-    last = graph.operators[group.operators[-1]]
-    return f"fused_{first.opcode.lower()}_{first.index}__{last.opcode.lower()}_{last.index}"
-
-
 def emit_group(importer: TfliteImporter, stream: StreamGraph, group: Group) -> None:
     """Emits `group`'s row functions and group function, allocates its line buffers in
     `@main` and calls it."""
@@ -372,7 +365,7 @@ def emit_group(importer: TfliteImporter, stream: StreamGraph, group: Group) -> N
         writes[: len(layers)],
         plan.buffer_tensors.index(reduced) if reduced is not None else -1,
     )
-    name = importer.module.unique(group_name(graph, group))
+    name = importer.module.unique(group_name(stream, group))
     emitted = len(importer.module.functions)
     function, scratch = fused_rows(
         importer.module, name, layers, reducer, plan.buffer_rows, loops(plan.steps), wiring
@@ -380,25 +373,21 @@ def emit_group(importer: TfliteImporter, stream: StreamGraph, group: Group) -> N
     importer.module.add(function)
     macs = sum(operator_macs(graph, op) for op in ops)
     mark_operator(importer.module.functions[emitted:], OperatorFacts("FUSED", ops[0].index, macs))
-    function.attributes[FUSED_ATTRIBUTE] = _fused_attribute(importer, stream, group, ops)
+    function.attributes[FUSED_ATTRIBUTE] = fused_attribute(importer.names, stream, group)
 
     inputs = [_input_value(importer, ops, contexts, index) for index in plan.inputs]
     output = importer.output_buffer(graph.tensors[ops[-1].outputs[0]])
-    buffers = []
-    tensors = list(plan.buffer_tensors)
-    for position, type_ in enumerate(scratch):
-        alloc = memref.AllocOp([], [], type_)
-        # Named after the tensor whose rows it keeps (the sums: the reduced output's), as every
-        # activation buffer is (`usmp.tensor`, SPEC §14).
-        held = tensors[position] if position < len(tensors) else ops[-1].outputs[0]
-        alloc.attributes[TENSOR_ATTRIBUTE] = StringAttr(graph.tensors[held].name)
-        value = importer.main.insert(alloc)
-        if position < len(tensors):
-            value.name_hint = f"{importer.names(graph.tensors[tensors[position]].name)}_rows"
-        else:
-            value.name_hint = f"{name}_sums"
-        buffers.append(value)
-    importer.main.insert(func.CallOp(name, [*inputs, output, *buffers], []))
+    call_group(
+        importer.main,
+        importer.names,
+        stream,
+        group,
+        name,
+        scratch,
+        inputs,
+        output,
+        plan.buffer_tensors,
+    )
 
 
 def _input_value(
@@ -410,29 +399,3 @@ def _input_value(
         if tensor in op.inputs:
             return context.value(op.inputs.index(tensor))
     raise AssertionError(f"tensor {tensor} is not read by the group")
-
-
-def _fused_attribute(
-    importer: TfliteImporter, stream: StreamGraph, group: Group, ops: list[Operator]
-) -> DictionaryAttr:
-    """`usmp.fused` of a group function: its operators, per line buffer the tensor, the rows
-    kept of its height and the bytes, and the bytes the group takes off the peak."""
-    return DictionaryAttr(
-        {
-            "operators": ArrayAttr([StringAttr(f"{op.opcode.lower()}_{op.index}") for op in ops]),
-            "tensors": ArrayAttr(
-                [
-                    StringAttr(importer.names(stream.tensors[b.tensor].name))
-                    for b in group.line_buffers
-                ]
-            ),
-            "rows": ArrayAttr([IntegerAttr(b.rows, 64) for b in group.line_buffers]),
-            "heights": ArrayAttr(
-                [IntegerAttr(stream.tensors[b.tensor].height, 64) for b in group.line_buffers]
-            ),
-            "line_buffer_bytes": ArrayAttr(
-                [IntegerAttr(b.size_bytes, 64) for b in group.line_buffers]
-            ),
-            "saved_bytes": IntegerAttr(group.saved_bytes, 64),
-        }
-    )

@@ -3,7 +3,10 @@ Relu/Clip fused), Gemm and MatMul with constant weights (a following Relu/Clip f
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
+from xdsl.dialects.builtin import MemRefType
 
 from usmp_dialect.frontends.onnx.importer import NodeContext, operator
 from usmp_dialect.frontends.onnx.ops.common import (
@@ -13,7 +16,7 @@ from usmp_dialect.frontends.onnx.ops.common import (
     require_float,
     spatial_window,
 )
-from usmp_dialect.kernels.conv import conv2d_nchw
+from usmp_dialect.kernels.conv import Window, conv2d_nchw
 from usmp_dialect.kernels.module import memref_of
 
 
@@ -38,8 +41,14 @@ def _batch_norm_constants(context: NodeContext) -> bool:
     return all(context.is_constant(position) for position in (1, 2, 3, 4))
 
 
-@operator("Conv")
-def convolution(context: NodeContext) -> None:
+ConvEmitter = Callable[[str, MemRefType, MemRefType, Window, bool], None]
+"""`(name, input, output, window, in_place)`: adds `@name(%input, %output)` computing the Conv
+with `window` (the node's, or a row's: `frontends/onnx/streaming.py`)."""
+
+
+def convolution_kernel(context: NodeContext) -> tuple[ConvEmitter, Window, str]:
+    """A float Conv node's emitter (its constants added, a BatchNormalization and a Relu/Clip
+    reading only its output fused), its window, and the tensor the fused function writes."""
     require_float(context, 0, 1)
     source, weights_shape = context.shape(0), context.shape(1)
     if len(source) != 4 or len(weights_shape) != 4:
@@ -86,20 +95,40 @@ def convolution(context: NodeContext) -> None:
         if bias is not None
         else None
     )
+
+    def emit(
+        name: str, input_type: MemRefType, output_type: MemRefType, at: Window, in_place: bool
+    ) -> None:
+        conv2d_nchw(
+            module,
+            name,
+            input_type,
+            output_type,
+            filters,
+            bias_symbol,
+            at,
+            activation,
+            groups,
+            in_place=in_place,
+        )
+
+    return emit, window, produced
+
+
+@operator("Conv")
+def convolution(context: NodeContext) -> None:
+    emit, window, produced = convolution_kernel(context)
+    source, output = context.shape(0), context.output_shape()
     # TinyEngine's in-place depthwise convolution, where it lowers the peak (importer).
-    depthwise = groups == channels == out_channels and batches == 1
+    groups = int(context.attr("group", 1))
+    depthwise = groups == source[1] == output[1] and source[0] == 1
     target = context.depthwise_in_place(produced) if depthwise else None
-    conv2d_nchw(
-        module,
+    emit(
         context.name,
         memref_of(source, FLOAT32),
         memref_of(output, FLOAT32),
-        filters,
-        bias_symbol,
         window,
-        activation,
-        groups,
-        in_place=target is not None,
+        target is not None,
     )
     context.call(
         [context.value(0)], [target if target is not None else context.result(name=produced)]

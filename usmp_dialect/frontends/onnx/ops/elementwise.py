@@ -112,6 +112,19 @@ def arithmetic(context: NodeContext) -> None:
         accumulated = (output, target)  # later inputs are added to the output, in place
 
 
+def unary_arithmetic(context: NodeContext) -> UnaryArithmetic:
+    """The arithmetic of a Relu, Clip, LeakyRelu or Sigmoid node."""
+    op_type = context.node.op_type
+    if op_type == "Relu":
+        return FloatClamp(0.0, float("inf"))
+    if op_type == "Clip":
+        return FloatClamp(*clip_bounds(context))
+    if op_type == "LeakyRelu":
+        return LeakyRelu(float(context.attr("alpha", 0.01)))
+    assert op_type == "Sigmoid"
+    return FloatFunction("logistic")
+
+
 def _unary(context: NodeContext, arithmetic: UnaryArithmetic) -> None:
     require_float(context, 0)
     source = context.shape(0)
@@ -129,22 +142,6 @@ def _unary(context: NodeContext, arithmetic: UnaryArithmetic) -> None:
     )
 
 
-@operator("Relu")
-def relu(context: NodeContext) -> None:
-    _unary(context, FloatClamp(0.0, float("inf")))
-
-
-@operator("Clip")
-def clip(context: NodeContext) -> None:
-    low, high = clip_bounds(context)
-    _unary(context, FloatClamp(low, high))
-
-
-@operator("LeakyRelu")
-def leaky_relu(context: NodeContext) -> None:
-    _unary(context, LeakyRelu(float(context.attr("alpha", 0.01))))
-
-
-@operator("Sigmoid")
-def sigmoid(context: NodeContext) -> None:
-    _unary(context, FloatFunction("logistic"))
+@operator("Relu", "Clip", "LeakyRelu", "Sigmoid")
+def activation(context: NodeContext) -> None:
+    _unary(context, unary_arithmetic(context))

@@ -33,8 +33,8 @@ def softmax(context: NodeContext) -> None:
     )
 
 
-@operator("LRN")
-def local_response_normalization(context: NodeContext) -> None:
+def lrn_parameters(context: NodeContext) -> Lrn:
+    """An LRN node's parameters (checked)."""
     require_float(context, 0)
     source = context.shape(0)
     if len(source) < 3:
@@ -42,13 +42,18 @@ def local_response_normalization(context: NodeContext) -> None:
     size = int(context.attr("size", 0))
     if size < 1:
         raise context.fail(f"invalid size {size}")
-    params = Lrn(
+    return Lrn(
         size,
         float(context.attr("alpha", 1e-4)),
         float(context.attr("beta", 0.75)),
         float(context.attr("bias", 1.0)),
     )
-    lrn(context.module, context.name, memref_of(source, FLOAT32), params)
+
+
+@operator("LRN")
+def local_response_normalization(context: NodeContext) -> None:
+    params = lrn_parameters(context)
+    lrn(context.module, context.name, memref_of(context.shape(0), FLOAT32), params)
     context.call([context.value(0)], [context.result()])
 
 

@@ -49,9 +49,13 @@ def _source(context: NodeContext) -> tuple[int, ...]:
     return source
 
 
-@operator("MaxPool", "AveragePool")
-@operator("QLinearAveragePool", domain=MICROSOFT)
-def pool(context: NodeContext) -> None:
+def pool_dtype(context: NodeContext) -> np.dtype:
+    """The element type a pooling node computes in."""
+    return INT8 if _integer(context) else FLOAT32
+
+
+def pooling_parameters(context: NodeContext) -> Pool:
+    """A MaxPool, AveragePool or QLinearAveragePool node's pooling."""
     source = _source(context)
     if context.node.op_type == "QLinearAveragePool":
         if context.attr("channels_last", 0):
@@ -81,18 +85,21 @@ def pool(context: NodeContext) -> None:
     if not maximum and context.attr("count_include_pad", 0):
         padded = (source[2] + after[0], source[3] + after[1])
     low, high = (-128.0, 127.0) if _integer(context) else (float("-inf"), float("inf"))
-    _emit(
-        context,
-        Pool(
-            "max" if maximum else "average",
-            (kernel[0], kernel[1]),
-            window,
-            low,
-            high,
-            layout="NCHW",
-            padded_size=padded,
-        ),
+    return Pool(
+        "max" if maximum else "average",
+        (kernel[0], kernel[1]),
+        window,
+        low,
+        high,
+        layout="NCHW",
+        padded_size=padded,
     )
+
+
+@operator("MaxPool", "AveragePool")
+@operator("QLinearAveragePool", domain=MICROSOFT)
+def pool(context: NodeContext) -> None:
+    _emit(context, pooling_parameters(context))
 
 
 @operator("GlobalAveragePool", "GlobalMaxPool")

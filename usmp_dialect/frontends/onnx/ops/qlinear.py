@@ -9,7 +9,10 @@ or per output channel (symmetric — zero points 0 — when per channel), int32 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
+from xdsl.dialects.builtin import MemRefType
 
 from usmp_dialect.frontends.onnx.importer import MICROSOFT, NodeContext, operator
 from usmp_dialect.frontends.onnx.ops.common import (
@@ -19,7 +22,7 @@ from usmp_dialect.frontends.onnx.ops.common import (
     spatial_window,
 )
 from usmp_dialect.frontends.onnx.qdq import ACTIVATION
-from usmp_dialect.kernels.conv import QuantizedConv, conv2d_nchw
+from usmp_dialect.kernels.conv import QuantizedConv, Window, conv2d_nchw
 from usmp_dialect.kernels.elementwise import Operand, QuantizedAdd, binary, broadcast_shapes
 from usmp_dialect.kernels.fixed_point import quantize_multiplier
 from usmp_dialect.kernels.module import Requantization, memref_of
@@ -152,8 +155,13 @@ def _bias(context: NodeContext, position: int, channels: int) -> np.ndarray | No
     return bias.reshape(channels)
 
 
-@operator("QLinearConv")
-def qlinear_conv(context: NodeContext) -> None:
+QLinearConvEmitter = Callable[[str, MemRefType, MemRefType, Window], None]
+"""`(name, input, output, window)`: adds `@name(%input, %output)` computing the QLinearConv
+with `window` (the node's, or a row's: `frontends/onnx/streaming.py`)."""
+
+
+def qlinear_conv_kernel(context: NodeContext) -> tuple[QLinearConvEmitter, Window]:
+    """A QLinearConv node's emitter (its constants added) and its window."""
     require_int8(context, 0)
     source = context.shape(0)
     x_scale, x_zero = per_tensor(context, 1, 2, "input 0")
@@ -190,16 +198,23 @@ def qlinear_conv(context: NodeContext) -> None:
     module = context.module
     filters = module.constant(f"{context.name}_filter", weights)
     bias_symbol = module.constant(f"{context.name}_bias", bias) if bias is not None else None
-    conv2d_nchw(
-        module,
+
+    def emit(name: str, input_type: MemRefType, output_type: MemRefType, at: Window) -> None:
+        conv2d_nchw(
+            module, name, input_type, output_type, filters, bias_symbol, at, arithmetic, groups
+        )
+
+    return emit, window
+
+
+@operator("QLinearConv")
+def qlinear_conv(context: NodeContext) -> None:
+    emit, window = qlinear_conv_kernel(context)
+    emit(
         context.name,
-        memref_of(source, INT8),
-        memref_of(output, INT8),
-        filters,
-        bias_symbol,
+        memref_of(context.shape(0), INT8),
+        memref_of(context.output_shape(), INT8),
         window,
-        arithmetic,
-        groups,
     )
     context.call([context.value(0)], [context.result()])
 
