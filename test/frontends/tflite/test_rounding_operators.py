@@ -1,0 +1,207 @@
+"""FLOOR, CEIL, ROUND, FLOOR_DIV and FLOOR_MOD (float32, the type TFLM computes them in)
+against TensorFlow Lite Micro bit for bit, on models written with `tflite_writer`: inputs
+with halves (ROUND's ties go to even), negative operands on either side of FLOOR_DIV and
+FLOOR_MOD, quotients a float division would round up to an integer (FLOOR_DIV divides in
+double), zero divisors for FLOOR_MOD (TFLM's FLOOR_DIV fails on them), NaN, infinities and
+signed zeros; broadcasting and constant divisors; a chain under ASan/UBSan; other types
+refused."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from usmp_dialect.frontends.errors import ModelImportError
+from usmp_dialect.frontends.tflite.importer import import_tflite
+from usmp_dialect.testing import tflm
+from usmp_dialect.testing.module_file import load_file
+from usmp_dialect.testing.tflite_writer import OperatorSpec, TensorSpec, write_model
+from usmp_dialect.validation.host import Port, compile_model
+
+needs_tflm = pytest.mark.skipif(
+    not tflm.available(), reason="tflite-micro (the reference) is not installed"
+)
+needs_gcc = pytest.mark.skipif(shutil.which("gcc") is None, reason="gcc is not installed")
+oracle = load_file(Path(__file__).parent / "tflm_oracle.py")
+
+SPECIALS = np.array(
+    [np.nan, np.inf, -np.inf, 0.0, -0.0, 0.5, -0.5, 1.5, -1.5, 2.5, -2.5, 16777215.0, 1e30],
+    np.float32,
+)
+# 1 / 0.1f is 9.99999985 in double, 10 once rounded to float: FLOOR_DIV gives 9
+DIVISORS = np.array([0.1, -0.1, 0.3, -0.7, 1.0, -1.0, 2.0, -3.0, 1e-30, np.inf], np.float32)
+
+
+def _inputs(ports: Sequence[Port], rng: np.random.Generator, zero_divisors: bool) -> list:
+    """Dividends (and unary inputs) on a grid of halves scaled over magnitudes, with the
+    specials; divisors (ports named `*_d`) from `DIVISORS` or random, zeros only where the
+    operator defines them."""
+    arrays = []
+    for port in ports:
+        size = int(np.prod(port.shape))
+        if port.name.endswith("_d"):
+            flat = rng.choice(DIVISORS, size=size)
+            where = rng.random(size) < 0.4
+            flat[where] = rng.standard_normal(int(where.sum())) * 4
+            if zero_divisors:
+                flat[rng.random(size) < 0.1] = 0.0
+        else:
+            flat = np.round(rng.standard_normal(size) * 8) / 2 * 10.0 ** rng.integers(-2, 3, size)
+            where = rng.random(size) < 0.2
+            flat[where] = rng.choice(SPECIALS, size=int(where.sum()))
+            flat[rng.random(size) < 0.1] = 1.0
+        arrays.append(flat.astype(np.float32).reshape(port.shape))
+    return arrays
+
+
+def _assert_bit_exact(mine: np.ndarray, reference: np.ndarray, name: str) -> None:
+    reference = np.asarray(reference, np.float32).reshape(mine.shape)
+    assert mine.dtype == np.float32, name
+    nan = np.isnan(reference)
+    np.testing.assert_array_equal(np.isnan(mine), nan, err_msg=name)
+    np.testing.assert_array_equal(
+        mine[~nan].view(np.uint32), reference[~nan].view(np.uint32), err_msg=name
+    )
+
+
+def _assert_matches_tflm(
+    model: bytes, directory: Path, zero_divisors: bool, trials: int = 3, sanitize: bool = False
+) -> list[np.ndarray]:
+    """Our outputs equal TFLM's bit for bit (NaN where TFLM has NaN); our last outputs."""
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / "model.tflite"
+    path.write_bytes(model)
+    compiled = compile_model(path, directory / "build", sanitize=sanitize)
+    interpreter = tflm.interpreter(model)
+    rng = np.random.default_rng(11)
+    ours: list[np.ndarray] = []
+    for _ in range(trials):
+        inputs = _inputs(compiled.inputs, rng, zero_divisors)
+        ours, _ = compiled.run(inputs)
+        theirs = tflm.run_with(interpreter, inputs, len(ours))
+        for port, mine, reference in zip(compiled.outputs, ours, theirs, strict=True):
+            _assert_bit_exact(mine, reference, port.name)
+    return ours
+
+
+def _float(name: str, shape: Sequence[int], data: np.ndarray | None = None) -> TensorSpec:
+    return TensorSpec(name, np.float32, tuple(shape), data)
+
+
+def _unary(opcode: str, shape: Sequence[int] = (3, 5, 8)) -> oracle.ModelSpec:
+    tensors = [_float("x", shape), _float("y", shape)]
+    return oracle.ModelSpec(tensors, [OperatorSpec(opcode, [0], [1])], [0], [1])
+
+
+def _binary(
+    opcode: str,
+    lhs: Sequence[int],
+    rhs: Sequence[int],
+    constant: np.ndarray | None = None,
+) -> oracle.ModelSpec:
+    out = tuple(np.broadcast_shapes(tuple(lhs), tuple(rhs)))
+    tensors = [_float("x", lhs), _float("x_d", rhs, constant), _float("y", out)]
+    inputs = [0] if constant is not None else [0, 1]
+    return oracle.ModelSpec(tensors, [OperatorSpec(opcode, [0, 1], [2])], inputs, [2])
+
+
+@needs_gcc
+@needs_tflm
+def test_floor_ceil_and_round(tmp_path: Path) -> None:
+    parts = {opcode.lower(): _unary(opcode) for opcode in ("FLOOR", "CEIL", "ROUND")}
+    model = oracle.merge(parts)
+    _assert_matches_tflm(model, tmp_path, zero_divisors=False)
+    # ties to even, which `round` (half away from zero) would not give
+    path = tmp_path / "halves.tflite"
+    path.write_bytes(_unary("ROUND", (6,)).model())
+    compiled = compile_model(path, tmp_path / "halves")
+    halves = np.array([-2.5, -1.5, -0.5, 0.5, 1.5, 2.5], np.float32)
+    (ours,), _ = compiled.run([halves])
+    expected = np.array([-2.0, -2.0, 0.0, 0.0, 2.0, 2.0], np.float32)  # -0.5 gives +0
+    np.testing.assert_array_equal(ours.view(np.uint32), expected.view(np.uint32))
+
+
+def _division_parts(opcode: str) -> dict[str, oracle.ModelSpec]:
+    name = opcode.lower()
+    constant = np.array([0.1, -0.1, -2.0, 3.0, 0.7, -1e-30, 1.0, -0.3], np.float32)
+    return {
+        f"{name}_same": _binary(opcode, (4, 6, 8), (4, 6, 8)),
+        f"{name}_broadcast": _binary(opcode, (4, 1, 8), (1, 6, 1)),
+        f"{name}_constant": _binary(opcode, (4, 6, 8), (8,), constant),
+    }
+
+
+@needs_gcc
+@needs_tflm
+def test_floor_div(tmp_path: Path) -> None:
+    """No zero divisor (TFLM's `Invoke` fails on one); 1 / 0.1 among the inputs (9, not 10)."""
+    ours = _assert_matches_tflm(
+        oracle.merge(_division_parts("FLOOR_DIV")), tmp_path, zero_divisors=False
+    )
+    assert len(ours) == 3
+    path = tmp_path / "tenth.tflite"
+    path.write_bytes(_binary("FLOOR_DIV", (2,), (2,)).model())
+    compiled = compile_model(path, tmp_path / "tenth")
+    ones, tenths = np.ones(2, np.float32), np.array([0.1, -0.1], np.float32)
+    (quotient,), _ = compiled.run([ones, tenths])
+    np.testing.assert_array_equal(quotient, [9.0, -10.0])
+
+
+@needs_gcc
+@needs_tflm
+def test_floor_mod_with_zero_divisors(tmp_path: Path) -> None:
+    _assert_matches_tflm(oracle.merge(_division_parts("FLOOR_MOD")), tmp_path, zero_divisors=True)
+
+
+def _chain() -> bytes:
+    """x FLOOR_MOD a constant -> ROUND -> FLOOR_DIV by the input `x_d` (broadcast) -> CEIL ->
+    FLOOR, every intermediate written over its input."""
+    shape = (2, 3, 4)
+    period = np.array([2.5, -1.5, 0.3, 7.0], np.float32)
+    tensors = [
+        _float("x", shape),  # 0
+        _float("period", (4,), period),  # 1
+        _float("wrapped", shape),  # 2
+        _float("rounded", shape),  # 3
+        _float("x_d", (3, 1)),  # 4
+        _float("quotient", shape),  # 5
+        _float("raised", shape),  # 6
+        _float("y", shape),  # 7
+    ]
+    operators = [
+        OperatorSpec("FLOOR_MOD", [0, 1], [2]),
+        OperatorSpec("ROUND", [2], [3]),
+        OperatorSpec("FLOOR_DIV", [3, 4], [5]),
+        OperatorSpec("CEIL", [5], [6]),
+        OperatorSpec("FLOOR", [6], [7]),
+    ]
+    return write_model(tensors, operators, [0, 4], [7, 3])
+
+
+@needs_gcc
+@needs_tflm
+def test_a_chain_under_the_sanitizers(tmp_path: Path) -> None:
+    _assert_matches_tflm(_chain(), tmp_path, zero_divisors=False, trials=4, sanitize=True)
+
+
+def test_other_types_are_refused_at_once() -> None:
+    """TFLM computes these in float32 only: int8 and int32 are refused, both in one line."""
+    tensors = [
+        TensorSpec("a", np.int8, (4,), scales=[0.1], zero_points=[0]),
+        TensorSpec("b", np.int8, (4,), scales=[0.1], zero_points=[0]),
+        TensorSpec("c", np.int32, (4,)),
+        TensorSpec("d", np.int32, (4,)),
+        TensorSpec("e", np.int32, (4,)),
+    ]
+    operators = [OperatorSpec("FLOOR", [0], [1]), OperatorSpec("FLOOR_DIV", [2, 3], [4])]
+    model = write_model(tensors, operators, [0, 2, 3], [1, 4])
+    with pytest.raises(ModelImportError) as error:
+        import_tflite(model, "m.tflite")
+    assert str(error.value) == (
+        "m.tflite: unsupported: operator FLOOR on int8 (tensors 'a', 'b' of operator 0), "
+        "operator FLOOR_DIV on int32 (tensors 'c', 'd', 'e' of operator 1)"
+    )
