@@ -1,5 +1,6 @@
-"""FLOOR, CEIL, ROUND, FLOOR_DIV and FLOOR_MOD (float32, the type TFLM computes them in)
-against TensorFlow Lite Micro bit for bit, on models written with `tflite_writer`: inputs
+"""FLOOR, CEIL, ROUND, FLOOR_DIV and FLOOR_MOD (float32, the type TFLM computes them in),
+ADD_N (float32, int8) and ZEROS_LIKE (int8, int32, int64, float32) against TensorFlow Lite
+Micro bit for bit, on models written with `tflite_writer`: inputs
 with halves (ROUND's ties go to even), negative operands on either side of FLOOR_DIV and
 FLOOR_MOD, quotients a float division would round up to an integer (FLOOR_DIV divides in
 double), zero divisors for FLOOR_MOD (TFLM's FLOOR_DIV fails on them), NaN, infinities and
@@ -43,6 +44,11 @@ def _inputs(ports: Sequence[Port], rng: np.random.Generator, zero_divisors: bool
     arrays = []
     for port in ports:
         size = int(np.prod(port.shape))
+        if port.dtype != np.float32:
+            limits = np.iinfo(port.dtype)
+            flat = rng.integers(limits.min, limits.max, size=size, endpoint=True)
+            arrays.append(flat.astype(port.dtype).reshape(port.shape))
+            continue
         if port.name.endswith("_d"):
             flat = rng.choice(DIVISORS, size=size)
             where = rng.random(size) < 0.4
@@ -59,8 +65,11 @@ def _inputs(ports: Sequence[Port], rng: np.random.Generator, zero_divisors: bool
 
 
 def _assert_bit_exact(mine: np.ndarray, reference: np.ndarray, name: str) -> None:
-    reference = np.asarray(reference, np.float32).reshape(mine.shape)
-    assert mine.dtype == np.float32, name
+    reference = np.asarray(reference).reshape(mine.shape)
+    assert mine.dtype == reference.dtype, name
+    if mine.dtype != np.float32:
+        np.testing.assert_array_equal(mine, reference, err_msg=name)
+        return
     nan = np.isnan(reference)
     np.testing.assert_array_equal(np.isnan(mine), nan, err_msg=name)
     np.testing.assert_array_equal(
@@ -159,7 +168,7 @@ def test_floor_mod_with_zero_divisors(tmp_path: Path) -> None:
 
 def _chain() -> bytes:
     """x FLOOR_MOD a constant -> ROUND -> FLOOR_DIV by the input `x_d` (broadcast) -> CEIL ->
-    FLOOR, every intermediate written over its input."""
+    FLOOR, then ADD_N of that, x and ZEROS_LIKE(x)."""
     shape = (2, 3, 4)
     period = np.array([2.5, -1.5, 0.3, 7.0], np.float32)
     tensors = [
@@ -170,7 +179,9 @@ def _chain() -> bytes:
         _float("x_d", (3, 1)),  # 4
         _float("quotient", shape),  # 5
         _float("raised", shape),  # 6
-        _float("y", shape),  # 7
+        _float("floored", shape),  # 7
+        _float("zeros", shape),  # 8
+        _float("y", shape),  # 9
     ]
     operators = [
         OperatorSpec("FLOOR_MOD", [0, 1], [2]),
@@ -178,14 +189,63 @@ def _chain() -> bytes:
         OperatorSpec("FLOOR_DIV", [3, 4], [5]),
         OperatorSpec("CEIL", [5], [6]),
         OperatorSpec("FLOOR", [6], [7]),
+        OperatorSpec("ZEROS_LIKE", [0], [8]),
+        OperatorSpec("ADD_N", [7, 0, 8], [9]),
     ]
-    return write_model(tensors, operators, [0, 4], [7, 3])
+    return write_model(tensors, operators, [0, 4], [9, 3])
 
 
 @needs_gcc
 @needs_tflm
 def test_a_chain_under_the_sanitizers(tmp_path: Path) -> None:
     _assert_matches_tflm(_chain(), tmp_path, zero_divisors=False, trials=4, sanitize=True)
+
+
+def _add_n(
+    count: int, dtype: type = np.float32, quants: Sequence[tuple[float, int]] = ()
+) -> oracle.ModelSpec:
+    """`count` inputs of one shape; int8 quantisations (input, output) in `quants`."""
+    shape = (2, 3, 7)
+
+    def spec(name: str, quant: tuple[float, int] | None) -> TensorSpec:
+        if quant is None:
+            return TensorSpec(name, dtype, shape)
+        return TensorSpec(name, dtype, shape, None, [quant[0]], [quant[1]])
+
+    inputs = [spec(f"x{k}", quants[0] if quants else None) for k in range(count)]
+    output = spec("y", quants[1] if quants else None)
+    operators = [OperatorSpec("ADD_N", list(range(count)), [count])]
+    return oracle.ModelSpec([*inputs, output], operators, list(range(count)), [count])
+
+
+@needs_gcc
+@needs_tflm
+def test_add_n(tmp_path: Path) -> None:
+    """float32 with 2 and 5 inputs (-0 inputs sum to +0, NaN and infinities among them);
+    int8 with several quantisations, the zero point entering the sum once more as TFLite's
+    kernel has it."""
+    parts = {"f2": _add_n(2), "f5": _add_n(5)}
+    for k, quants in enumerate(
+        [((0.1, 0), (0.2, 0)), ((0.05, -20), (0.13, 7)), ((0.5, 100), (1.0, -128))]
+    ):
+        parts[f"q{k}"] = _add_n(3, np.int8, quants)
+    _assert_matches_tflm(oracle.merge(parts), tmp_path, zero_divisors=False)
+
+
+@needs_gcc
+@needs_tflm
+def test_zeros_like(tmp_path: Path) -> None:
+    parts = {
+        np.dtype(dtype).name: oracle.ModelSpec(
+            [TensorSpec("x", dtype, (3, 4)), TensorSpec("y", dtype, (3, 4))],
+            [OperatorSpec("ZEROS_LIKE", [0], [1])],
+            [0],
+            [1],
+        )
+        for dtype in (np.int8, np.int32, np.int64, np.float32)
+    }
+    ours = _assert_matches_tflm(oracle.merge(parts), tmp_path, zero_divisors=False)
+    assert all(not output.any() for output in ours)
 
 
 def test_other_types_are_refused_at_once() -> None:

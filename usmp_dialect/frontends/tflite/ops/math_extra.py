@@ -1,7 +1,8 @@
 """Rounding and flooring operators of TFLM's float kernels: FLOOR, CEIL and ROUND (`floor.cc`,
 `ceil.cc`, `round.cc`: float32 only, ROUND halves to even as TFLite's `RoundToNearest`), and
 FLOOR_DIV and FLOOR_MOD (`floor_div.cc`, `floor_mod.cc`: float32 only, NumPy broadcasting and
-a constant input as ADD's).
+a constant input as ADD's), ADD_N (`add_n.cc`: float32 and int8, inputs of one shape, and
+for int8 of one quantisation) and ZEROS_LIKE (`zeros_like.cc`: int8, int32, int64, float32).
 
 TFLM's FLOOR_DIV fails at `Invoke` when a divisor is zero; a compiled model cannot fail, so it
 computes the IEEE quotient's floor there (an infinity, or NaN for 0 / 0). FLOOR_MOD checks
@@ -9,15 +10,24 @@ nothing in TFLM either: a zero divisor gives `fmodf`'s NaN in both."""
 
 from __future__ import annotations
 
+import numpy as np
+
 from usmp_dialect.frontends.tflite.importer import OperatorContext, operator
-from usmp_dialect.frontends.tflite.ops.common import FLOAT32, require_types
+from usmp_dialect.frontends.tflite.ops.common import FLOAT32, INT8, quantization, require_types
 from usmp_dialect.frontends.tflite.ops.elementwise import (
     check_broadcast,
     emit_broadcast,
     emit_unary,
 )
+from usmp_dialect.frontends.tflite.reader import Tensor
+from usmp_dialect.kernels.accumulate import QuantizedAddN, add_n, zeros
 from usmp_dialect.kernels.binary_math import FloorDivision
+from usmp_dialect.kernels.fixed_point import quantize_multiplier
 from usmp_dialect.kernels.float_math import FloatMath
+from usmp_dialect.kernels.module import element_type
+
+INT32 = np.dtype(np.int32)
+INT64 = np.dtype(np.int64)
 
 
 @operator("FLOOR", "CEIL", "ROUND", types=(FLOAT32,))
@@ -35,3 +45,83 @@ def floor_division(context: OperatorContext) -> None:
     check_broadcast(context)
     modulo = context.op.opcode == "FLOOR_MOD"
     emit_broadcast(context, FloorDivision(modulo), dtype, in_place=True)
+
+
+def _per_tensor(context: OperatorContext, tensor: Tensor) -> tuple[float, int]:
+    quant = quantization(context, tensor)
+    if len(quant.scales) != 1:
+        raise context.fail(f"{tensor.describe()} is quantised per channel")
+    if not quant.scale > 0:
+        raise context.fail(f"{tensor.describe()} has the invalid scale {quant.scale:g}")
+    return float(np.float32(quant.scale)), int(quant.zero_point)
+
+
+def _quantized_add_n(context: OperatorContext, sources: list[Tensor]) -> QuantizedAddN:
+    """TFLM's `CalculateOpData` for int8: one quantisation for all inputs; the multipliers of
+    the input scale to twice itself and of that to the output, in double precision, both
+    below 1 (`QuantizeMultiplierSmallerThanOneExp`)."""
+    scale, zero_point = _per_tensor(context, sources[0])
+    for source in sources[1:]:
+        if _per_tensor(context, source) != (scale, zero_point):
+            raise context.fail(
+                f"{source.describe()} is quantised otherwise than {sources[0].describe()} "
+                "(TFLite requires one scale and zero point for all inputs)"
+            )
+    output_scale, output_zero_point = _per_tensor(context, context.tensor(0, output=True))
+    left_shift = 20
+    twice = 2 * scale
+    input_multiplier, input_shift = quantize_multiplier(scale / twice)
+    output_multiplier, output_shift = quantize_multiplier(
+        twice / ((1 << left_shift) * output_scale)
+    )
+    if output_shift > 0:
+        raise context.fail(
+            f"the output multiplier {twice / ((1 << left_shift) * output_scale):g} is not below "
+            "1 (TFLite requires it)"
+        )
+    return QuantizedAddN(
+        -zero_point,
+        input_multiplier,
+        input_shift,
+        output_multiplier,
+        output_shift,
+        output_zero_point,
+        left_shift,
+    )
+
+
+@operator("ADD_N", types=(INT8, FLOAT32))
+def sum_of_inputs(context: OperatorContext) -> None:
+    count = len(context.op.inputs)
+    if count < 2:
+        raise context.fail(f"{count} input, at least 2 expected")
+    sources = [context.tensor(position) for position in range(count)]
+    output = context.tensor(0, output=True)
+    dtype = require_types(context, *sources, output, allowed=(INT8, FLOAT32))
+    for source in sources:
+        if source.shape != output.shape:
+            raise context.fail(
+                f"{source.describe()} has the shape {list(source.shape)}, the output "
+                f"{list(output.shape)} (ADD_N does not broadcast)"
+            )
+    parameters = _quantized_add_n(context, sources) if dtype == INT8 else None
+    size = int(np.prod(output.shape))
+    add_n(context.module, context.name, count, size, element_type(dtype), parameters)
+    values = [context.view(context.value(position), (size,)) for position in range(count)]
+    context.call(values, [context.view(context.result(), (size,))])
+
+
+@operator("ZEROS_LIKE", types=(INT8, INT32, INT64, FLOAT32))
+def zeros_like(context: OperatorContext) -> None:
+    source, output = context.tensor(0), context.tensor(0, output=True)
+    dtype = require_types(context, source, output, allowed=(INT8, INT32, INT64, FLOAT32))
+    if source.shape != output.shape:
+        raise context.fail(
+            f"the output shape {list(output.shape)} differs from the input's {list(source.shape)}"
+        )
+    if context.is_constant(0):
+        context.fold(0, np.zeros(output.shape, dtype))
+        return
+    size = int(np.prod(output.shape))
+    zeros(context.module, context.name, size, element_type(dtype))
+    context.call([], [context.view(context.result(), (size,))])
