@@ -44,6 +44,9 @@ def _inputs(ports: Sequence[Port], rng: np.random.Generator, zero_divisors: bool
     arrays = []
     for port in ports:
         size = int(np.prod(port.shape))
+        if port.dtype == np.bool_:
+            arrays.append((rng.random(size) < 0.5).reshape(port.shape))
+            continue
         if port.dtype != np.float32:
             limits = np.iinfo(port.dtype)
             flat = rng.integers(limits.min, limits.max, size=size, endpoint=True)
@@ -168,7 +171,8 @@ def test_floor_mod_with_zero_divisors(tmp_path: Path) -> None:
 
 def _chain() -> bytes:
     """x FLOOR_MOD a constant -> ROUND -> FLOOR_DIV by the input `x_d` (broadcast) -> CEIL ->
-    FLOOR, then ADD_N of that, x and ZEROS_LIKE(x)."""
+    FLOOR, then ADD_N of that, x and ZEROS_LIKE(x), reversed along two axes and broadcast to
+    a leading dimension of 2."""
     shape = (2, 3, 4)
     period = np.array([2.5, -1.5, 0.3, 7.0], np.float32)
     tensors = [
@@ -181,7 +185,11 @@ def _chain() -> bytes:
         _float("raised", shape),  # 6
         _float("floored", shape),  # 7
         _float("zeros", shape),  # 8
-        _float("y", shape),  # 9
+        _float("summed", shape),  # 9
+        TensorSpec("axes", np.int32, (2,), np.array([1, 2], np.int32)),  # 10
+        _float("reversed", shape),  # 11
+        TensorSpec("to", np.int32, (4,), np.array([2, *shape], np.int32)),  # 12
+        _float("y", (2, *shape)),  # 13
     ]
     operators = [
         OperatorSpec("FLOOR_MOD", [0, 1], [2]),
@@ -191,8 +199,10 @@ def _chain() -> bytes:
         OperatorSpec("FLOOR", [6], [7]),
         OperatorSpec("ZEROS_LIKE", [0], [8]),
         OperatorSpec("ADD_N", [7, 0, 8], [9]),
+        OperatorSpec("REVERSE_V2", [9, 10], [11]),
+        OperatorSpec("BROADCAST_TO", [11, 12], [13]),
     ]
-    return write_model(tensors, operators, [0, 4], [9, 3])
+    return write_model(tensors, operators, [0, 4], [13, 3])
 
 
 @needs_gcc
@@ -248,6 +258,54 @@ def test_zeros_like(tmp_path: Path) -> None:
     assert all(not output.any() for output in ours)
 
 
+def _moved(
+    opcode: str, dtype: type, source: Sequence[int], out: Sequence[int], constant: list[int]
+) -> oracle.ModelSpec:
+    tensors = [
+        TensorSpec("x", dtype, tuple(source)),
+        TensorSpec("c", np.int32, (len(constant),), np.array(constant, np.int32)),
+        TensorSpec("y", dtype, tuple(out)),
+    ]
+    return oracle.ModelSpec(tensors, [OperatorSpec(opcode, [0, 1], [2])], [0], [2])
+
+
+MOVED_TYPES = (np.int8, np.int16, np.int32, np.int64, np.float32, np.bool_)
+
+
+@needs_gcc
+@needs_tflm
+def test_reverse_v2(tmp_path: Path) -> None:
+    """Every type TFLM reverses; one axis, the last, a negative one, two and three contiguous
+    ones."""
+    cases = [([0], 1), ([2], 2), ([-1], 3), ([1, 2], 0), ([2, 1, 3], 4), ([-4, -3], 5)]
+    parts = {}
+    for axes, k in cases:
+        dtype = MOVED_TYPES[k]
+        parts[f"r{k}"] = _moved("REVERSE_V2", dtype, (2, 3, 4, 5), (2, 3, 4, 5), axes)
+    ours = _assert_matches_tflm(oracle.merge(parts), tmp_path, zero_divisors=False)
+    assert len(ours) == len(cases)
+
+
+@needs_gcc
+@needs_tflm
+def test_broadcast_to(tmp_path: Path) -> None:
+    """Lower-rank inputs, inner and outer size-1 dimensions, 5-D outputs, every type."""
+    cases = [
+        ((3,), (2, 4, 3)),
+        ((4, 1), (2, 4, 6)),
+        ((1, 3, 1), (2, 3, 5)),
+        ((2, 1, 3, 1, 2), (2, 4, 3, 2, 2)),
+        ((1,), (7,)),
+        ((1, 5), (3, 1, 4, 5)),
+    ]
+    parts = {
+        f"b{k}": _moved("BROADCAST_TO", MOVED_TYPES[k], source, out, list(out))
+        for k, (source, out) in enumerate(cases)
+    }
+    ours = _assert_matches_tflm(oracle.merge(parts), tmp_path, zero_divisors=False)
+    assert [o.shape for o in ours] == [out for _, out in cases]
+
+
 def test_other_types_are_refused_at_once() -> None:
     """TFLM computes these in float32 only: int8 and int32 are refused, both in one line."""
     tensors = [
@@ -265,3 +323,10 @@ def test_other_types_are_refused_at_once() -> None:
         "m.tflite: unsupported: operator FLOOR on int8 (tensors 'a', 'b' of operator 0), "
         "operator FLOOR_DIV on int32 (tensors 'c', 'd', 'e' of operator 1)"
     )
+
+
+def test_non_contiguous_reverse_axes_are_refused() -> None:
+    """TFLM's `Invoke` fails on axes that are not contiguous; the import refuses them."""
+    spec = _moved("REVERSE_V2", np.float32, (2, 3, 4), (2, 3, 4), [0, 2])
+    with pytest.raises(ModelImportError, match="not contiguous"):
+        import_tflite(spec.model(), "m.tflite")

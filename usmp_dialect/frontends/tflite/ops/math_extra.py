@@ -2,7 +2,10 @@
 `ceil.cc`, `round.cc`: float32 only, ROUND halves to even as TFLite's `RoundToNearest`), and
 FLOOR_DIV and FLOOR_MOD (`floor_div.cc`, `floor_mod.cc`: float32 only, NumPy broadcasting and
 a constant input as ADD's), ADD_N (`add_n.cc`: float32 and int8, inputs of one shape, and
-for int8 of one quantisation) and ZEROS_LIKE (`zeros_like.cc`: int8, int32, int64, float32).
+for int8 of one quantisation) and ZEROS_LIKE (`zeros_like.cc`: int8, int32, int64, float32);
+REVERSE_V2 along constant axes (`reverse.cc`: contiguous axes, up to 8) and BROADCAST_TO to a
+constant shape (`broadcast_to.cc`, up to 5-D), of int8, int16, int32, int64, float32 and bool:
+values moved, never rescaled (`kernels.rearrange.remap`), as TFLM copies bytes.
 
 TFLM's FLOOR_DIV fails at `Invoke` when a divisor is zero; a compiled model cannot fail, so it
 computes the IEEE quotient's floor there (an infinity, or NaN for 0 / 0). FLOOR_MOD checks
@@ -10,10 +13,18 @@ nothing in TFLM either: a zero divisor gives `fmodf`'s NaN in both."""
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 
 from usmp_dialect.frontends.tflite.importer import OperatorContext, operator
-from usmp_dialect.frontends.tflite.ops.common import FLOAT32, INT8, quantization, require_types
+from usmp_dialect.frontends.tflite.ops.common import (
+    FLOAT32,
+    INT8,
+    INT16,
+    quantization,
+    require_types,
+)
 from usmp_dialect.frontends.tflite.ops.elementwise import (
     check_broadcast,
     emit_broadcast,
@@ -24,10 +35,13 @@ from usmp_dialect.kernels.accumulate import QuantizedAddN, add_n, zeros
 from usmp_dialect.kernels.binary_math import FloorDivision
 from usmp_dialect.kernels.fixed_point import quantize_multiplier
 from usmp_dialect.kernels.float_math import FloatMath
-from usmp_dialect.kernels.module import element_type
+from usmp_dialect.kernels.module import element_type, memref_of
+from usmp_dialect.kernels.rearrange import SourceAxis, remap
 
 INT32 = np.dtype(np.int32)
 INT64 = np.dtype(np.int64)
+BOOL = np.dtype(np.bool_)
+_MOVED = (INT8, INT16, INT32, INT64, FLOAT32, BOOL)  # REVERSE_V2's and BROADCAST_TO's types
 
 
 @operator("FLOOR", "CEIL", "ROUND", types=(FLOAT32,))
@@ -125,3 +139,76 @@ def zeros_like(context: OperatorContext) -> None:
     size = int(np.prod(output.shape))
     zeros(context.module, context.name, size, element_type(dtype))
     context.call([], [context.view(context.result(), (size,))])
+
+
+def _remap(context: OperatorContext, axes: list[SourceAxis]) -> None:
+    source, output = context.tensor(0), context.tensor(0, output=True)
+    dtype = require_types(context, source, output, allowed=_MOVED)
+    if context.is_constant(0):
+        raise context.fail("the input is a constant (a converter folds such operators)")
+    remap(
+        context.module,
+        context.name,
+        memref_of(source.shape, dtype),
+        memref_of(output.shape, dtype),
+        axes,
+    )
+    context.call([context.value(0)], [context.result()])
+
+
+def _constant_integers(context: OperatorContext, position: int, what: str) -> list[int]:
+    tensor = context.tensor(position)
+    if tensor.dtype not in (INT32, INT64):
+        raise context.fail(f"the {what} {tensor.describe()} is {tensor.dtype.name}, not int32")
+    return [int(v) for v in np.asarray(context.constant(position)).reshape(-1)]
+
+
+@operator("REVERSE_V2", types=_MOVED)
+def reverse(context: OperatorContext) -> None:
+    source, output = context.tensor(0), context.tensor(0, output=True)
+    rank = len(source.shape)
+    if context.tensor(1).dtype != INT32 or len(context.tensor(1).shape) != 1:
+        raise context.fail("the axes must be a 1-D int32 constant (TFLite's only axis type)")
+    axes = _constant_integers(context, 1, "axes")
+    if not axes or len(axes) > rank or any(not -rank <= a < rank for a in axes):
+        raise context.fail(f"the axes {axes} do not fit the {rank}-D input")
+    normal = sorted(a % rank for a in axes)
+    if any(b != a + 1 for a, b in itertools.pairwise(normal)):
+        raise context.fail(f"the axes {axes} are not contiguous (TFLM reverses contiguous axes)")
+    if tuple(output.shape) != tuple(source.shape):
+        raise context.fail(
+            f"the output shape {list(output.shape)} differs from the input's {list(source.shape)}"
+        )
+    _remap(
+        context,
+        [
+            SourceAxis(((d, -1),), size - 1, size)
+            if d in normal
+            else SourceAxis(((d, 1),), 0, size)
+            for d, size in enumerate(source.shape)
+        ],
+    )
+
+
+@operator("BROADCAST_TO", types=_MOVED)
+def broadcast_to(context: OperatorContext) -> None:
+    source, output = context.tensor(0), context.tensor(0, output=True)
+    shape = tuple(_constant_integers(context, 1, "shape"))
+    if len(shape) > 5:
+        raise context.fail(f"the shape {list(shape)} has more than 5 dimensions (TFLM's limit)")
+    if shape != tuple(output.shape):
+        raise context.fail(
+            f"the shape {list(shape)} differs from the output's {list(output.shape)}"
+        )
+    lead = len(shape) - len(source.shape)
+    if lead < 0 or any(
+        size not in (1, target) for size, target in zip(source.shape, shape[lead:], strict=True)
+    ):
+        raise context.fail(f"the input {list(source.shape)} does not broadcast to {list(shape)}")
+    _remap(
+        context,
+        [
+            SourceAxis((), 0, 1) if size == 1 else SourceAxis(((lead + d, 1),), 0, size)
+            for d, size in enumerate(source.shape)
+        ],
+    )
