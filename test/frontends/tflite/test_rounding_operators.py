@@ -306,6 +306,42 @@ def test_broadcast_to(tmp_path: Path) -> None:
     assert [o.shape for o in ours] == [out for _, out in cases]
 
 
+def _l2_pool(
+    size: tuple[int, int, int], filter_: int, stride: int, same: bool, activation: int
+) -> oracle.ModelSpec:
+    height, width, channels = size
+    if same:
+        out_h, out_w = -(-height // stride), -(-width // stride)
+    else:
+        out_h, out_w = (height - filter_) // stride + 1, (width - filter_) // stride + 1
+    tensors = [_float("x", (2, height, width, channels)), _float("y", (2, out_h, out_w, channels))]
+    fields = {
+        "Padding": 0 if same else 1,
+        "StrideH": stride,
+        "StrideW": stride,
+        "FilterHeight": filter_,
+        "FilterWidth": filter_,
+        "FusedActivationFunction": activation,
+    }
+    operators = [OperatorSpec("L2_POOL_2D", [0], [1], "Pool2DOptions", fields)]
+    return oracle.ModelSpec(tensors, operators, [0], [1])
+
+
+@needs_gcc
+@needs_tflm
+def test_l2_pool_2d(tmp_path: Path) -> None:
+    """SAME windows clipped at the borders (fewer taps), VALID, strides, a global window and
+    the fused activations (RELU, RELU_N1_TO_1, RELU6)."""
+    parts = {
+        "same3": _l2_pool((7, 6, 3), 3, 2, True, 0),
+        "valid2": _l2_pool((6, 6, 4), 2, 2, False, 1),
+        "same_stride1": _l2_pool((5, 5, 2), 3, 1, True, 2),
+        "global": _l2_pool((4, 5, 6), 4, 1, False, 3),
+        "overlap": _l2_pool((9, 9, 1), 4, 3, False, 0),
+    }
+    _assert_matches_tflm(oracle.merge(parts), tmp_path, zero_divisors=False)
+
+
 def test_other_types_are_refused_at_once() -> None:
     """TFLM computes these in float32 only: int8 and int32 are refused, both in one line."""
     tensors = [
