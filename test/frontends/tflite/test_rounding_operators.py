@@ -47,6 +47,9 @@ def _inputs(ports: Sequence[Port], rng: np.random.Generator, zero_divisors: bool
         if port.dtype == np.bool_:
             arrays.append((rng.random(size) < 0.5).reshape(port.shape))
             continue
+        if port.name.endswith("ids"):  # EMBEDDING_LOOKUP's, into tables of `ROWS` rows
+            arrays.append(rng.integers(0, ROWS, size=size).astype(np.int32).reshape(port.shape))
+            continue
         if port.dtype != np.float32:
             limits = np.iinfo(port.dtype)
             flat = rng.integers(limits.min, limits.max, size=size, endpoint=True)
@@ -267,6 +270,46 @@ def _moved(
         TensorSpec("y", dtype, tuple(out)),
     ]
     return oracle.ModelSpec(tensors, [OperatorSpec(opcode, [0, 1], [2])], [0], [2])
+
+
+ROWS = 10
+
+
+def _embedding(
+    table_shape: tuple[int, ...],
+    table_dtype: type,
+    output_dtype: type,
+    constant: bool,
+    scale: float | None = None,
+) -> oracle.ModelSpec:
+    rng = np.random.default_rng(len(table_shape))
+    data = None
+    if constant and table_dtype == np.int8:
+        data = rng.integers(-128, 128, size=table_shape).astype(np.int8)
+    elif constant:
+        data = rng.standard_normal(table_shape).astype(np.float32)
+    quant = {"scales": [scale], "zero_points": [0]} if scale is not None else {}
+    tensors = [
+        TensorSpec("ids", np.int32, (6,)),
+        TensorSpec("table", table_dtype, table_shape, data, **quant),  # type: ignore[arg-type]
+        TensorSpec("y", output_dtype, (6, *table_shape[1:])),
+    ]
+    inputs = [0] if constant else [0, 1]
+    return oracle.ModelSpec(tensors, [OperatorSpec("EMBEDDING_LOOKUP", [0, 1], [2])], inputs, [2])
+
+
+@needs_gcc
+@needs_tflm
+def test_embedding_lookup(tmp_path: Path) -> None:
+    """float32 and int8 tables (constant and a model input, 2-D and 3-D) copied, and an int8
+    table dequantised into float32; repeated ids."""
+    parts = {
+        "float": _embedding((ROWS, 4), np.float32, np.float32, constant=True),
+        "float_input": _embedding((ROWS, 3), np.float32, np.float32, constant=False),
+        "int8": _embedding((ROWS, 2, 3), np.int8, np.int8, constant=True, scale=0.1),
+        "hybrid": _embedding((ROWS, 5), np.int8, np.float32, constant=True, scale=0.0372),
+    }
+    _assert_matches_tflm(oracle.merge(parts), tmp_path, zero_divisors=False)
 
 
 MOVED_TYPES = (np.int8, np.int16, np.int32, np.int64, np.float32, np.bool_)

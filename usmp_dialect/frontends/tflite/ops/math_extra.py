@@ -5,7 +5,9 @@ a constant input as ADD's), ADD_N (`add_n.cc`: float32 and int8, inputs of one s
 for int8 of one quantisation) and ZEROS_LIKE (`zeros_like.cc`: int8, int32, int64, float32);
 REVERSE_V2 along constant axes (`reverse.cc`: contiguous axes, up to 8) and BROADCAST_TO to a
 constant shape (`broadcast_to.cc`, up to 5-D), of int8, int16, int32, int64, float32 and bool:
-values moved, never rescaled (`kernels.rearrange.remap`), as TFLM copies bytes.
+values moved, never rescaled (`kernels.rearrange.remap`), as TFLM copies bytes;
+EMBEDDING_LOOKUP (`embedding_lookup.cc`: int32 ids, a float32 or int8 table, copied, or an int8
+table dequantised into a float32 output; `kernels.embedding`).
 
 TFLM's FLOOR_DIV fails at `Invoke` when a divisor is zero; a compiled model cannot fail, so it
 computes the IEEE quotient's floor there (an infinity, or NaN for 0 / 0). FLOOR_MOD checks
@@ -33,6 +35,7 @@ from usmp_dialect.frontends.tflite.ops.elementwise import (
 from usmp_dialect.frontends.tflite.reader import Tensor
 from usmp_dialect.kernels.accumulate import QuantizedAddN, add_n, zeros
 from usmp_dialect.kernels.binary_math import FloorDivision
+from usmp_dialect.kernels.embedding import embedding_lookup
 from usmp_dialect.kernels.fixed_point import quantize_multiplier
 from usmp_dialect.kernels.float_math import FloatMath
 from usmp_dialect.kernels.module import element_type, memref_of
@@ -212,3 +215,43 @@ def broadcast_to(context: OperatorContext) -> None:
             for d, size in enumerate(source.shape)
         ],
     )
+
+
+@operator("EMBEDDING_LOOKUP", types=(INT32, INT8, FLOAT32))
+def embedding(context: OperatorContext) -> None:
+    ids, table, output = context.tensor(0), context.tensor(1), context.tensor(0, output=True)
+    if ids.dtype != INT32 or len(ids.shape) != 1:
+        raise context.fail(f"the ids {ids.describe()} must be a 1-D int32 tensor")
+    if context.is_constant(0):
+        raise context.fail("the ids are a constant (a converter folds such lookups)")
+    if len(table.shape) < 2:
+        raise context.fail(f"the table {table.describe()} must have 2 or more dimensions")
+    pairs = {(FLOAT32, FLOAT32), (INT8, INT8), (INT8, FLOAT32)}
+    if (table.dtype, output.dtype) not in pairs:
+        raise context.fail(
+            f"a {table.dtype.name} table into a {output.dtype.name} output is not supported "
+            "(float32 -> float32, int8 -> int8 or int8 -> float32)"
+        )
+    expected = (ids.shape[0], *table.shape[1:])
+    if tuple(output.shape) != expected:
+        raise context.fail(f"the output shape {list(output.shape)} should be {list(expected)}")
+    scale = None
+    if table.dtype == INT8 and output.dtype == FLOAT32:
+        table_scale, zero_point = _per_tensor(context, table)
+        if zero_point != 0:
+            raise context.fail(f"the table's zero point is {zero_point} (TFLite requires 0)")
+        scale = table_scale
+    rows, columns = table.shape[0], int(np.prod(table.shape[1:]))
+    table_type = memref_of((rows, columns), table.dtype)
+    output_type = memref_of((ids.shape[0], columns), output.dtype)
+    values = [context.value(0)]
+    table_global = None
+    if context.is_constant(1):
+        array = np.asarray(context.constant(1)).reshape(rows, columns)
+        table_global, _ = context.module.constant(f"{context.name}_table", array)
+    else:
+        values.append(context.view(context.value(1), (rows, columns)))
+    embedding_lookup(
+        context.module, context.name, ids.shape[0], table_type, output_type, table_global, scale
+    )
+    context.call(values, [context.view(context.result(), (ids.shape[0], columns))])
