@@ -385,6 +385,27 @@ def test_l2_pool_2d(tmp_path: Path) -> None:
     _assert_matches_tflm(oracle.merge(parts), tmp_path, zero_divisors=False)
 
 
+@needs_gcc
+@needs_tflm
+def test_broadcast_args_of_constants_folds_into_a_reshape(tmp_path: Path) -> None:
+    """BROADCAST_ARGS([2, 1, 1], [3, 1]) = [2, 3, 1], folded at import, as the shape of a
+    RESHAPE (TFLM's BROADCAST_TO wants a constant shape; its RESHAPE reads the computed one)."""
+    tensors = [
+        _float("x", (6,)),
+        TensorSpec("s1", np.int32, (3,), np.array([2, 1, 1], np.int32)),
+        TensorSpec("s2", np.int32, (2,), np.array([3, 1], np.int32)),
+        TensorSpec("shape", np.int32, (3,)),
+        _float("y", (2, 3, 1)),
+    ]
+    operators = [
+        OperatorSpec("BROADCAST_ARGS", [1, 2], [3]),
+        OperatorSpec("RESHAPE", [0, 3], [4]),
+    ]
+    model = write_model(tensors, operators, [0], [4])
+    (ours,) = _assert_matches_tflm(model, tmp_path, zero_divisors=False)
+    assert ours.shape == (2, 3, 1)
+
+
 def test_other_types_are_refused_at_once() -> None:
     """TFLM computes these in float32 only: int8 and int32 are refused, both in one line."""
     tensors = [
@@ -409,3 +430,26 @@ def test_non_contiguous_reverse_axes_are_refused() -> None:
     spec = _moved("REVERSE_V2", np.float32, (2, 3, 4), (2, 3, 4), [0, 2])
     with pytest.raises(ModelImportError, match="not contiguous"):
         import_tflite(spec.model(), "m.tflite")
+
+
+@pytest.mark.parametrize("declared", [(2, 3, 4), (3, 2, 4)])
+def test_broadcast_args_folds_the_broadcast_shape(declared: tuple[int, ...]) -> None:
+    """BROADCAST_ARGS([2, 1, 4], [3, 1]) folds to [2, 3, 4]: BROADCAST_TO by it imports into
+    that output shape and is refused into any other."""
+    tensors = [
+        _float("x", (3, 1)),
+        TensorSpec("s1", np.int32, (3,), np.array([2, 1, 4], np.int32)),
+        TensorSpec("s2", np.int32, (2,), np.array([3, 1], np.int32)),
+        TensorSpec("shape", np.int32, (3,)),
+        _float("y", declared),
+    ]
+    operators = [
+        OperatorSpec("BROADCAST_ARGS", [1, 2], [3]),
+        OperatorSpec("BROADCAST_TO", [0, 3], [4]),
+    ]
+    model = write_model(tensors, operators, [0], [4])
+    if declared == (2, 3, 4):
+        import_tflite(model, "m.tflite")
+        return
+    with pytest.raises(ModelImportError, match=r"the shape \[2, 3, 4\] differs"):
+        import_tflite(model, "m.tflite")

@@ -6,6 +6,7 @@ for int8 of one quantisation) and ZEROS_LIKE (`zeros_like.cc`: int8, int32, int6
 REVERSE_V2 along constant axes (`reverse.cc`: contiguous axes, up to 8) and BROADCAST_TO to a
 constant shape (`broadcast_to.cc`, up to 5-D), of int8, int16, int32, int64, float32 and bool:
 values moved, never rescaled (`kernels.rearrange.remap`), as TFLM copies bytes;
+BROADCAST_ARGS of constant shapes, folded at import (the output shapes are static); and
 EMBEDDING_LOOKUP (`embedding_lookup.cc`: int32 ids, a float32 or int8 table, copied, or an int8
 table dequantised into a float32 output; `kernels.embedding`).
 
@@ -32,6 +33,7 @@ from usmp_dialect.frontends.tflite.ops.elementwise import (
     emit_broadcast,
     emit_unary,
 )
+from usmp_dialect.frontends.tflite.ops.fold import set_folded
 from usmp_dialect.frontends.tflite.reader import Tensor
 from usmp_dialect.kernels.accumulate import QuantizedAddN, add_n, zeros
 from usmp_dialect.kernels.binary_math import FloorDivision
@@ -255,3 +257,25 @@ def embedding(context: OperatorContext) -> None:
         context.module, context.name, ids.shape[0], table_type, output_type, table_global, scale
     )
     context.call(values, [context.view(context.result(), (ids.shape[0], columns))])
+
+
+@operator("BROADCAST_ARGS", types=())
+def broadcast_args(context: OperatorContext) -> None:
+    """The broadcast of two constant shapes (int32 or int64, as TFLM's `broadcast_args.cc`)."""
+    for position in (0, 1):
+        if not context.is_constant(position):
+            raise context.fail(
+                f"BROADCAST_ARGS of the activation {context.tensor(position).describe()} is not "
+                "supported (only constant shapes are folded)"
+            )
+    first, second = (np.asarray(context.constant(p)) for p in (0, 1))
+    output = context.tensor(0, output=True)
+    if first.ndim != 1 or second.ndim != 1 or output.dtype not in (INT32, INT64):
+        raise context.fail("BROADCAST_ARGS takes two 1-D int32 or int64 shapes")
+    try:
+        shape = np.broadcast_shapes(tuple(first.tolist()), tuple(second.tolist()))
+    except ValueError:
+        raise context.fail(
+            f"the shapes {first.tolist()} and {second.tolist()} do not broadcast"
+        ) from None
+    set_folded(context, 0, np.array(shape, output.dtype))
