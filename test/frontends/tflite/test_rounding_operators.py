@@ -1,11 +1,13 @@
-"""FLOOR, CEIL, ROUND, FLOOR_DIV and FLOOR_MOD (float32, the type TFLM computes them in),
-ADD_N (float32, int8) and ZEROS_LIKE (int8, int32, int64, float32) against TensorFlow Lite
-Micro bit for bit, on models written with `tflite_writer`: inputs
-with halves (ROUND's ties go to even), negative operands on either side of FLOOR_DIV and
-FLOOR_MOD, quotients a float division would round up to an integer (FLOOR_DIV divides in
-double), zero divisors for FLOOR_MOD (TFLM's FLOOR_DIV fails on them), NaN, infinities and
-signed zeros; broadcasting and constant divisors; a chain under ASan/UBSan; other types
-refused."""
+"""The last TFLM builtins we import, against TensorFlow Lite Micro bit for bit on models
+written with `tflite_writer`, for the types TFLM computes them in: FLOOR, CEIL, ROUND,
+FLOOR_DIV, FLOOR_MOD and L2_POOL_2D (float32), ADD_N (float32, int8), ZEROS_LIKE (int8, int32,
+int64, float32), REVERSE_V2 and BROADCAST_TO (int8, int16, int32, int64, float32, bool),
+EMBEDDING_LOOKUP (float32 and int8 tables, int8 dequantised) and BROADCAST_ARGS (constants,
+folded). Inputs with halves (ROUND's ties go to even), negative operands on either side of
+FLOOR_DIV and FLOOR_MOD, quotients a float division would round up to an integer (FLOOR_DIV
+divides in double), zero divisors for FLOOR_MOD (TFLM's FLOOR_DIV fails on them), NaN,
+infinities and signed zeros; broadcasting and constant divisors; a chain under ASan/UBSan;
+other types refused."""
 
 from __future__ import annotations
 
