@@ -29,6 +29,12 @@ def get_linalg() -> Dialect:
     return extended_linalg()
 
 
+def get_arith() -> Dialect:
+    from usmp_dialect.dialects.upstream import extended_arith
+
+    return extended_arith()
+
+
 def get_bufferization() -> Dialect:
     from usmp_dialect.dialects.upstream import extended_bufferization
 
@@ -43,4 +49,9 @@ def get_all_dialects() -> dict[str, Callable[[], Dialect]]:
 def get_upstream_extensions() -> dict[str, Callable[[], Dialect]]:
     """xDSL dialects extended with upstream MLIR's printed forms (dialects/upstream.py), by
     name, as factories: they replace xDSL's own entries in the `xdsl.universe` registry."""
-    return {"memref": get_memref, "linalg": get_linalg, "bufferization": get_bufferization}
+    return {
+        "arith": get_arith,
+        "memref": get_memref,
+        "linalg": get_linalg,
+        "bufferization": get_bufferization,
+    }

@@ -66,12 +66,14 @@ from xdsl.irdl import (
     irdl_op_definition,
     prop_def,
     region_def,
+    traits_def,
     var_operand_def,
     var_result_def,
 )
 from xdsl.irdl.declarative_assembly_format import FormatProgram
 from xdsl.parser import Parser, UnresolvedOperand
 from xdsl.printer import Printer
+from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
 IRDLOperationT = TypeVar("IRDLOperationT", bound=IRDLOperation)
@@ -840,11 +842,26 @@ class DeallocOp(IRDLOperation):
         parser.raise_error(DEALLOC_MESSAGE)
 
 
+@irdl_op_definition
+class RemfOp(arith.FloatingPointLikeBinaryOperation):
+    """Upstream's `arith.remf` (the remainder of the truncated quotient, C's `fmod`), which
+    xDSL's `arith` lacks."""
+
+    name = "arith.remf"
+
+    traits = traits_def(Pure())
+
+
 def _extend(base: Dialect, replacements: Sequence[type[Operation]]) -> Dialect:
     by_name = {op.name: op for op in base.operations}
     for op in replacements:
         by_name[op.name] = op
     return Dialect(base.name, list(by_name.values()), list(base.attributes))
+
+
+def extended_arith() -> Dialect:
+    """xDSL's `arith` dialect with `remf`."""
+    return _extend(arith.Arith, [RemfOp])
 
 
 def extended_bufferization() -> Dialect:

@@ -18,14 +18,20 @@ Lite Micro computes them (broadcasting and constant inputs come from `elementwis
   and this kernel gives its rounding, the zero point. A zero divisor is computed as TFLite
   computes it (its reciprocal of 0 is defined on both machines): the saturated value of the
   sign opposite to the dividend's, the zero point for 0 / 0.
+* FLOOR_DIV on float (`reference_ops::FloorDiv`): `floor` of the quotient in double precision,
+  rounded to float (a float quotient can round up to an integer its exact value is below).
+* FLOOR_MOD on float (`reference_ops::FloorMod`): C's `fmodf`, moved by the divisor where it
+  is non-zero and of the other sign than the divisor (Python's `%`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from xdsl.dialects.builtin import i8, i32
+from xdsl.dialects import math
+from xdsl.dialects.builtin import f32, f64, i8, i32
 
+from usmp_dialect.dialects.upstream import RemfOp
 from usmp_dialect.kernels.builder import KernelBuilder, Value, is_float
 from usmp_dialect.kernels.fixed_point import (
     emit_count_leading_sign_bits,
@@ -85,7 +91,21 @@ class QuantizedDiv:
     activation_max: int
 
 
-BinaryMath = Extremum | FloatSquaredDifference | QuantizedSquaredDifference | Prelu | QuantizedDiv
+@dataclass(frozen=True)
+class FloorDivision:
+    """float32 FLOOR_DIV (`modulo` False) or FLOOR_MOD (`modulo` True)."""
+
+    modulo: bool
+
+
+BinaryMath = (
+    Extremum
+    | FloatSquaredDifference
+    | QuantizedSquaredDifference
+    | Prelu
+    | QuantizedDiv
+    | FloorDivision
+)
 
 
 def _to_int8(kernel: KernelBuilder, value: Value) -> Value:
@@ -117,7 +137,22 @@ def _divide(kernel: KernelBuilder, arithmetic: QuantizedDiv, x: Value, y: Value)
     )
 
 
+def _floor_division(kernel: KernelBuilder, arithmetic: FloorDivision, x: Value, y: Value) -> Value:
+    if not arithmetic.modulo:
+        quotient = kernel.div(kernel.cast(x, f64), kernel.cast(y, f64))
+        return kernel.cast(kernel.insert(math.FloorOp(quotient)), f32)
+    remainder = kernel.insert(RemfOp(x, y))
+    # C++'s `trunc_mod != 0` is true for NaN, which propagates through either branch
+    moved = kernel.and_(
+        kernel.cmp("ne", remainder, 0.0),
+        kernel.cmp("ne", kernel.cmp("lt", y, 0.0), kernel.cmp("lt", remainder, 0.0)),
+    )
+    return kernel.select(moved, kernel.add(remainder, y), remainder)
+
+
 def emit_binary_math(kernel: KernelBuilder, arithmetic: BinaryMath, x: Value, y: Value) -> Value:
+    if isinstance(arithmetic, FloorDivision):
+        return _floor_division(kernel, arithmetic, x, y)
     if isinstance(arithmetic, QuantizedDiv):
         return _divide(kernel, arithmetic, x, y)
     if isinstance(arithmetic, Extremum):

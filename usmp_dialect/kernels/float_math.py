@@ -3,7 +3,9 @@ time: RELU and RELU6 (`ReluFloat`, `Relu6Float`: comparisons, so NaN passes thro
 LEAKY_RELU (`val > 0 ? val : val * alpha`), HARD_SWISH (`x * min(6, max(0, x + 3)) / 6` with
 `std::min`/`std::max`'s comparisons), ELU (`expm1` below zero), and the `<cmath>` functions of
 `elementwise.cc`, `exp.cc` and `neg.cc`: ABS, NEG, EXP, LOG, SQRT, RSQRT (`1 / sqrt`), SQUARE,
-SIN and COS.
+SIN and COS; FLOOR and CEIL (`std::floor`, `std::ceil`) and ROUND (TFLite's `RoundToNearest`:
+halves to even, from the floor `f` and `x - f`, so that -0.4 and -0.5 give +0 where C's
+`nearbyint` gives -0).
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ _MATH = {
     "sqrt": math.SqrtOp,
     "sin": math.SinOp,
     "cos": math.CosOp,
+    "floor": math.FloorOp,
+    "ceil": math.CeilOp,
 }
 KINDS = (
     "relu",
@@ -31,6 +35,7 @@ KINDS = (
     "neg",
     "rsqrt",
     "square",
+    "round",
     *_MATH,
 )
 
@@ -67,4 +72,20 @@ def emit_float_math(kernel: KernelBuilder, arithmetic: FloatMath, x: Value) -> V
         return kernel.div(1.0, kernel.insert(math.SqrtOp(x)))
     if kind == "square":
         return kernel.mul(x, x)
+    if kind == "round":
+        return _round_to_nearest(kernel, x)
     raise ValueError(f"unknown float function {kind}")
+
+
+def _round_to_nearest(kernel: KernelBuilder, x: Value) -> Value:
+    """`RoundToNearest`: `f = floor(x)`, `d = x - f`; `f` where `d < 0.5` or `d == 0.5` and `f`
+    is even, else `f + 1` (NaN and infinities give `d` NaN, hence `f + 1`, themselves). TFLite
+    tests evenness by `int(f) % 2`; `f` halved is an integer exactly when it is even, and for
+    `f` beyond int's range `d` is 0 (the cast, undefined there, is never reached)."""
+    floor = kernel.insert(math.FloorOp(x))
+    fraction = kernel.sub(x, floor)
+    half = kernel.mul(floor, 0.5)
+    even = kernel.cmp("eq", kernel.insert(math.FloorOp(half)), half)
+    tie_to_even = kernel.and_(kernel.cmp("eq", fraction, 0.5), even)
+    keep = kernel.or_(kernel.cmp("lt", fraction, 0.5), tie_to_even)
+    return kernel.select(keep, floor, kernel.add(floor, 1.0))

@@ -1,4 +1,5 @@
-"""AVERAGE_POOL_2D and MAX_POOL_2D (NHWC), as TFLite's reference pooling kernels compute them:
+"""AVERAGE_POOL_2D, MAX_POOL_2D and L2_POOL_2D (NHWC; L2 float32 only, `sqrt(sum of squares
+/ taps)` in float as TFLite's `L2Pool`), as TFLite's reference pooling kernels compute them:
 the window is clipped to the input (padding never counts), an int8 average rounds half away
 from zero with integer division by the number of taps, and the result is clamped to the fused
 activation's range. int8 pooling keeps the input's quantisation (TFLite requires equal
@@ -20,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from xdsl.dialects import memref
+from xdsl.dialects import math, memref
 from xdsl.dialects.builtin import DenseArrayBase, IntegerType, MemRefType, f32, i32, i64
 from xdsl.ir import Attribute
 
@@ -36,7 +37,7 @@ CHANNEL_BLOCK = 4
 
 @dataclass(frozen=True)
 class Pool:
-    kind: str  # "average" or "max"
+    kind: str  # "average", "max" or "l2"
     filter_size: tuple[int, int]
     window: Window
     activation_min: float
@@ -81,7 +82,7 @@ def pool2d(
         origin_x = kernel.sub(kernel.mul(out_x, stride_w), pad[1])
         y_start, y_end = window_range(kernel, origin_y, filter_h, height, 1, True)
         x_start, x_end = window_range(kernel, origin_x, filter_w, width, 1, True)
-        if pool.kind == "average":
+        if pool.kind != "max":
             start: Value = kernel.constant(0, i32 if integer else f32)
         elif integer:
             start = kernel.constant(-(2 ** (element.width.data - 1)), i32)
@@ -95,14 +96,12 @@ def pool2d(
                 x = kernel.load(source, at(batch, in_y, kernel.add(origin_x, fx), channel))
                 if integer:
                     x = kernel.cast(x, i32)
-                if pool.kind == "average":
-                    return [kernel.add(acc_x[0], x)]
-                return [kernel.max(acc_x[0], x)]
+                return [_accumulate(kernel, pool, acc_x[0], x)]
 
             return list(kernel.loop(x_start, x_end, over_x, acc))
 
         (total,) = kernel.loop(y_start, y_end, over_y, [start])
-        if pool.kind == "average":
+        if pool.kind != "max":
             if pool.padded_size is not None:
                 y_limit, x_limit = pool.padded_size
                 rows = kernel.sub(kernel.min(kernel.add(origin_y, filter_h), y_limit), origin_y)
@@ -119,6 +118,8 @@ def pool2d(
                 total = kernel.div(rounded, count)
             else:
                 total = kernel.div(total, kernel.cast(kernel.cast(count, i32), f32))
+                if pool.kind == "l2":
+                    total = kernel.insert(math.SqrtOp(total))
         if integer:
             low, high = int(pool.activation_min), int(pool.activation_max)
             total = kernel.cast(kernel.clamp(total, low, high), element)
@@ -139,10 +140,19 @@ def pool2d(
     module.add(op)
 
 
+def _accumulate(kernel: KernelBuilder, pool: Pool, total: Value, x: Value) -> Value:
+    """One tap into the accumulator: its sum, its square's sum (L2) or the maximum."""
+    if pool.kind == "average":
+        return kernel.add(total, x)
+    if pool.kind == "l2":
+        return kernel.add(total, kernel.mul(x, x))
+    return kernel.max(total, x)
+
+
 def _start(kernel: KernelBuilder, pool: Pool, element: Attribute) -> Value:
     """The accumulator's first value: 0 for an average, the lowest value for a maximum."""
     integer = isinstance(element, IntegerType)
-    if pool.kind == "average":
+    if pool.kind != "max":
         return kernel.constant(0, i32 if integer else f32)
     if isinstance(element, IntegerType):
         return kernel.constant(-(2 ** (element.width.data - 1)), i32)
@@ -160,7 +170,7 @@ def _finish(
     and the activation's clamp, in the output's type."""
     count, half = count
     integer = isinstance(element, IntegerType)
-    if pool.kind == "average":
+    if pool.kind != "max":
         if integer:
             positive = kernel.cmp("sgt", total, 0)
             rounded = kernel.select(positive, kernel.add(total, half), kernel.sub(total, half))
@@ -168,6 +178,8 @@ def _finish(
         else:
             divisor = float(count) if isinstance(count, int) else kernel.cast(count, f32)
             total = kernel.div(total, divisor)
+            if pool.kind == "l2":
+                total = kernel.insert(math.SqrtOp(total))
     if integer:
         low, high = int(pool.activation_min), int(pool.activation_max)
         return kernel.cast(kernel.clamp(total, low, high), element)
@@ -207,7 +219,7 @@ def _pool_nhwc(kernel: KernelBuilder, source: Value, target: Value, pool: Pool) 
         y_start, y_end = taps(row, origin_y, filter_h, height)
         x_start, x_end = taps(column, origin_x, filter_w, width)
         count: Value | int
-        if pool.kind != "average":
+        if pool.kind == "max":
             count = 1
         elif pool.padded_size is not None:  # ONNX count_include_pad
             y_limit, x_limit = pool.padded_size
@@ -234,9 +246,7 @@ def _pool_nhwc(kernel: KernelBuilder, source: Value, target: Value, pool: Pool) 
                     x = kernel.load(source, [batch, in_y, kernel.add(origin_x, fx), c])
                     if integer:
                         x = kernel.cast(x, i32)
-                    if pool.kind == "average":
-                        return [kernel.add(acc_x[0], x)]
-                    return [kernel.max(acc_x[0], x)]
+                    return [_accumulate(kernel, pool, acc_x[0], x)]
 
                 return list(kernel.loop(x_start, x_end, over_x, acc))
 
@@ -302,9 +312,7 @@ def _global_pool(kernel: KernelBuilder, source: Value, target: Value, pool: Pool
             values = [kernel.load(view, [batch, tap, c]) for c in indices]
             if integer:
                 values = [kernel.cast(value, i32) for value in values]
-            if pool.kind == "average":
-                return [kernel.add(a, v) for a, v in zip(acc, values, strict=True)]
-            return [kernel.max(a, v) for a, v in zip(acc, values, strict=True)]
+            return [_accumulate(kernel, pool, a, v) for a, v in zip(acc, values, strict=True)]
 
         start = [_start(kernel, pool, element) for _ in indices]
         totals = kernel.loop(0, taps, over_taps, start)

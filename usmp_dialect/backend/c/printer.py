@@ -40,6 +40,7 @@ from xdsl.utils.exceptions import DiagnosticException
 from usmp_dialect.backend.c import c_types, loops
 from usmp_dialect.backend.c.names import NameTable
 from usmp_dialect.dialects import pool
+from usmp_dialect.dialects.upstream import RemfOp
 from usmp_dialect.dialects.usmp import buffer_size_bytes
 
 # Ops whose only effect is their results: not printed when no result is used.
@@ -350,6 +351,7 @@ _MATH_BINARY: dict[type[Operation], str] = {
     math.Atan2Op: "atan2",
     math.CopySignOp: "copysign",
     math.PowFOp: "pow",
+    RemfOp: "fmod",  # C's fmod is LLVM's frem: the remainder of the truncated quotient
 }
 _CMPI: dict[str, tuple[str, str]] = {  # predicate -> (C operator, signedness)
     "eq": ("==", ""),
@@ -1006,6 +1008,7 @@ class CFunctionPrinter(BasePrinter):
     @print_op.register(math.Atan2Op)
     @print_op.register(math.CopySignOp)
     @print_op.register(math.PowFOp)
+    @print_op.register(RemfOp)
     def _(self, op: Operation) -> None:
         lhs, rhs = op.operands
         (result,) = op.results

@@ -34,6 +34,7 @@ _FUSED_OPTIONS: dict[str, type] = {
     "FULLY_CONNECTED": tflite.FullyConnectedOptions,
     "AVERAGE_POOL_2D": tflite.Pool2DOptions,
     "MAX_POOL_2D": tflite.Pool2DOptions,
+    "L2_POOL_2D": tflite.Pool2DOptions,
     "ADD": tflite.AddOptions,
     "SUB": tflite.SubOptions,
     "MUL": tflite.MulOptions,
