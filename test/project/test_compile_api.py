@@ -104,7 +104,7 @@ def test_pools_as_the_flags_declare_them() -> None:
     }
     assert pools["flash"]["internal"] and pools["flash"]["section"] == ".weights"
     assert "struct kws_workspace_pools" in compiled.header
-    assert "KWS_SRAM_WORKSPACE_POOL_SIZE 5696" in compiled.header
+    assert "KWS_SRAM_WORKSPACE_POOL_SIZE 16000" in compiled.header
 
 
 def _usmp_opt_error(*args: str) -> str:
