@@ -21,8 +21,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from xdsl.dialects import math, memref
-from xdsl.dialects.builtin import DenseArrayBase, IntegerType, MemRefType, f32, i32, i64
+from xdsl.dialects import math
+from xdsl.dialects.builtin import IntegerType, MemRefType, f32, i32
 from xdsl.ir import Attribute
 
 from usmp_dialect.kernels.builder import KernelBuilder, Value, finish, function
@@ -204,7 +204,7 @@ def _pool_nhwc(kernel: KernelBuilder, source: Value, target: Value, pool: Pool) 
     rows = segments(height, out_height, filter_h, stride_h, 1, pad_y)
     columns = segments(width, out_width, filter_w, stride_w, 1, pad_x)
     whole = [Segment(0, 1, (0, height))], [Segment(0, 1, (0, width))]
-    if (rows, columns) == whole and pool.padded_size is None:
+    if (rows, columns) == whole and pool.padded_size is None and _contiguous(input_type):
         _global_pool(kernel, source, target, pool)
         return
 
@@ -280,6 +280,18 @@ def _pool_nhwc(kernel: KernelBuilder, source: Value, target: Value, pool: Pool) 
     kernel.loop(0, batches, per_batch)
 
 
+def _contiguous(memref_type: MemRefType) -> bool:
+    """Whether the elements are packed row-major (whatever the offset): a window of whole rows
+    of a tensor is, so its taps can be read as one run."""
+    shape = memref_type.get_shape()
+    expected, running = [], 1
+    for size in reversed(shape):
+        expected.append(running)
+        running *= size
+    strides = memref_type.get_strides()
+    return strides is None or list(strides) == expected[::-1]
+
+
 def _global_pool(kernel: KernelBuilder, source: Value, target: Value, pool: Pool) -> None:
     """One output position whose window is the whole input: the taps as one loop over the
     input seen as `[batches, taps, channels]`, `CHANNEL_BLOCK` channels per pass (their
@@ -290,17 +302,8 @@ def _global_pool(kernel: KernelBuilder, source: Value, target: Value, pool: Pool
     taps = height * width
     element = output_type.element_type
     integer = isinstance(element, IntegerType)
-    view = kernel.insert(
-        memref.ReinterpretCastOp.build(
-            operands=[source, [], [], []],
-            result_types=[MemRefType(input_type.element_type, [batches, taps, channels])],
-            properties={
-                "static_offsets": DenseArrayBase.from_list(i64, [0]),
-                "static_sizes": DenseArrayBase.from_list(i64, [batches, taps, channels]),
-                "static_strides": DenseArrayBase.from_list(i64, [taps * channels, channels, 1]),
-            },
-        )
-    )
+    # A streamed row window has a dynamic offset: `reshaped` casts from its base buffer.
+    view = kernel.reshaped(source, [batches, taps, channels])
     count = (taps, taps // 2)
 
     def reduce(batch: Value, first: Value, block: int) -> None:
