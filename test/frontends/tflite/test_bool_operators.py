@@ -152,15 +152,12 @@ def test_int8_comparisons_on_every_pair_of_inputs(tmp_path: Path) -> None:
     assert not np.array_equal(ours[len(INT8_QUANTISATIONS) * 2 + 2], inputs[4] > inputs[5])
 
 
-@needs_tflm
-def test_int16_greater_is_refused_as_tflite_micro_computes_no_comparison() -> None:
-    """TFLM accepts int16 GREATER but answers false for every pair (here 1 > 0, 32767 >
-    -32768 at equal scales), so there is no reference to match: the import refuses it."""
-    values = np.array([-32768, 0, 1, 32767], np.int16)
+def test_int16_greater_is_refused_as_tflite_micro_leaves_its_rescaling_unset() -> None:
+    """TFLM accepts int16 GREATER but its Prepare derives the rescaling for int8 only, so its
+    answer depends on what its arena held before: there is no reference, and the import
+    refuses the operator, naming it, the type and the tensors."""
     spec = _comparison("GREATER", np.int16, (4,), (4,), ((0.001, 0), (0.001, 0)))
     model = spec.model()
-    (theirs,) = tflm.run(model, [values, values[::-1].copy()], 1)
-    assert not theirs.any()
     with pytest.raises(ModelImportError, match=r"operator GREATER on int16 \(tensors 'a', 'b'"):
         import_tflite(model, "m.tflite")
 

@@ -5,11 +5,11 @@ float32, int8 (each input rescaled by its own scale, `ComparisonsPrepare`), int3
 for all six, bool for EQUAL and NOT_EQUAL. Other types are refused in the import's pre-scan,
 as TFLM refuses them ("Type ... not supported").
 
-int16 GREATER, the one int16 comparison TFLM's `GreaterEval` accepts, is refused too: the TFLM
-we test against (PyPI tflite-micro 0.dev20261023) answers false for every element of it (equal
-scales, any values: as if its rescaling parameters were left zero), so there is no reference
-to be bit-exact with; the kernel computes int16 as int8 (`QuantizedComparison`) should TFLM's
-behaviour be settled."""
+int16 GREATER, the one int16 comparison TFLM's `GreaterEval` accepts, is refused too: TFLM's
+`ComparisonsPrepare` derives the rescaling parameters for uint8 and int8 only, so its int16
+path reads an `OpDataComparisons` that was never written. The answer depends on what the
+arena held before (all false on one machine, the true comparison on another), so there is
+no reference to be bit-exact with."""
 
 from __future__ import annotations
 
