@@ -9,6 +9,7 @@ Run by hand (not in CI), from the checkout with the virtualenv active (needs the
     python benchmarks/firmware.py --baseline before.json         # ... and show them beside
     python benchmarks/firmware.py --models '' --add-rows a.json --add-rows b.json  # join runs
     python benchmarks/firmware.py --models kws --flags='--fuse=none'   # usmp-opt flags
+    python benchmarks/firmware.py --workspace-io    # U4: inputs and outputs in the workspace
 
 Each model (the MLPerf Tiny int8 models of `examples/mlperf_tiny`: kws = kws_ref_model, vww =
 vww_96_int8, resnet8 = pretrainedResnet_quant, ad = ad01_int8, str_ww = str_ww_ref_model) is
@@ -116,10 +117,15 @@ def largest_frame(stack_usage: Path) -> int:
 
 
 def measure(
-    name: str, cpus: list[firmware.Cpu], directory: Path, flags: Sequence[str] = ()
+    name: str,
+    cpus: list[firmware.Cpu],
+    directory: Path,
+    flags: Sequence[str] = (),
+    workspace_io: bool = False,
 ) -> list[Row]:
     report = directory / f"{name}-plan.json"
-    pipeline = "usmp-import-memref,convert-linalg-to-loops," + f'usmp{{report="{report}"}}'
+    options = f'report="{report}"' + (" workspace-io=true" if workspace_io else "")
+    pipeline = "usmp-import-memref,convert-linalg-to-loops," + f"usmp{{{options}}}"
     started = time.perf_counter()
     model = firmware.model_from_file(model_path(name), pipeline=pipeline, flags=flags)
     lower_s = time.perf_counter() - started
@@ -262,6 +268,11 @@ def main() -> int:
         default="",
         help="usmp-opt flags for every model, space-separated (e.g. '--fuse=none')",
     )
+    parser.add_argument(
+        "--workspace-io",
+        action="store_true",
+        help="plan the inputs and outputs in the workspace (U4, as TFLM's arena holds them)",
+    )
     arguments = parser.parse_args()
     missing = firmware.toolchain_missing()
     if missing:
@@ -271,7 +282,9 @@ def main() -> int:
     rows: list[Row] = []
     with tempfile.TemporaryDirectory(prefix="usmp-firmware-bench-") as temporary:
         for name in filter(None, arguments.models.split(",")):
-            rows += measure(name, cpus, Path(temporary), arguments.flags.split())
+            rows += measure(
+                name, cpus, Path(temporary), arguments.flags.split(), arguments.workspace_io
+            )
     for saved in arguments.add_rows:
         rows += [Row(**fields) for fields in json.loads(saved.read_text()).values()]
     if arguments.save_json:

@@ -61,6 +61,16 @@ def test_example_runs_on_cortex_m_like_on_x86(name: str, cpu: str, tmp_path: Pat
     _check(firmware.compare(model, tmp_path, firmware.CPUS[cpu], DATA_SEEDS))
 
 
+def test_u4_model_runs_on_cortex_m_like_on_x86(tmp_path: Path) -> None:
+    """U4 (inputs and outputs in the workspace, reached through `<p>_map_inputs` /
+    `_map_outputs`): vww's first fused group writes its output over the input, so each run
+    writes its inputs again; both runs equal the x86 build's."""
+    pipeline = "usmp-import-memref,convert-linalg-to-loops,usmp{workspace-io=true}"
+    model = firmware.model_from_file(MODELS / f"{NAMES['vww']}.tflite", pipeline=pipeline)
+    assert model.workspace_io and "_map_inputs" in model.header
+    _check(firmware.compare(model, tmp_path, firmware.CPUS["m4f"], DATA_SEEDS))
+
+
 def test_pools_with_a_section_are_linked_into_their_region(tmp_path: Path) -> None:
     flags = (
         "--workspace-pools=sram2",

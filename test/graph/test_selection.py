@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from itertools import combinations
+from itertools import combinations, pairwise
 
 from usmp_dialect.graph.selection import (
     Candidate,
@@ -23,6 +23,9 @@ from usmp_dialect.graph.streaming import (
     StreamOperator,
     StreamTensor,
     candidate_groups,
+    group_scratch_bytes,
+    schedule,
+    writable_input,
 )
 
 
@@ -160,3 +163,113 @@ def test_group_cost_counts_shifts_and_calls() -> None:
 def test_an_empty_graph_selects_nothing() -> None:
     selection, fits = select(StreamGraph((), ()), [], 0)
     assert fits and selection.chosen == () and selection.peak_bytes == 0
+
+
+# ---- a group written over its input --------------------------------------------------------
+
+
+def _over_chain(overwritable: bool = True, element: str = "int8") -> StreamGraph:
+    """input (16 rows of 48 B) -> 3x3 stride-2 conv -> a (8 x 64) -> 1x1 conv -> b (8 x 64)
+    -> 3x3 stride-2 conv -> c (4 x 64) -> dense -> output."""
+    tensors = (
+        StreamTensor("input", 16, 48, pinned=True, element="int8", overwritable=overwritable),
+        StreamTensor("a", 8, 64, element="int8", overwritable=True),
+        StreamTensor("b", 8, 64, element="int8", overwritable=True),
+        StreamTensor("c", 4, 64, element=element, overwritable=True),
+        StreamTensor("output", 1, 10, pinned=True, element="int8"),
+    )
+    operators = (
+        StreamOperator("conv0", "window", (0,), (1,), RowWindow(3, 2, 1, 0)),
+        StreamOperator("conv1", "window", (1,), (2,), RowWindow(1, 1, 1, 0)),
+        StreamOperator("conv2", "window", (2,), (3,), RowWindow(3, 2, 1, 0)),
+        StreamOperator("dense", "opaque", (3,), (4,)),
+    )
+    return StreamGraph(tensors, operators)
+
+
+def test_an_output_row_goes_only_over_input_rows_no_step_reads_again() -> None:
+    graph = _over_chain()
+    # c's row y (64 B) ends at byte 64 (y + 1); the input is read from row 4y + 4 on (48 B
+    # rows) by then: safe.
+    assert writable_input(graph, (0, 1, 2), schedule(graph, (0, 1, 2))) == 0
+    # A stride-1 3x3 layer writing 48 B rows over 48 B input rows would overwrite row y
+    # while the next window still reads it.
+    tensors = (
+        StreamTensor("input", 8, 48, pinned=True, element="int8", overwritable=True),
+        StreamTensor("a", 8, 40, element="int8"),
+        StreamTensor("b", 8, 48, element="int8"),
+    )
+    same = RowWindow(3, 1, 1, 1)
+    tight = StreamGraph(
+        tensors,
+        (
+            StreamOperator("conv0", "window", (0,), (1,), same),
+            StreamOperator("conv1", "window", (1,), (2,), RowWindow(1, 1, 1, 0)),
+        ),
+    )
+    assert writable_input(tight, (0, 1), schedule(tight, (0, 1))) is None
+
+
+def test_only_an_overwritable_input_of_the_same_type_read_last_takes_the_output() -> None:
+    for graph in (_over_chain(overwritable=False), _over_chain(element="float32")):
+        assert writable_input(graph, (0, 1, 2), schedule(graph, (0, 1, 2))) is None
+    # Another reader of the input after the group.
+    graph = _over_chain()
+    operators = (*graph.operators[:3], StreamOperator("dense", "opaque", (3, 0), (4,)))
+    graph = StreamGraph(graph.tensors, operators)
+    assert writable_input(graph, (0, 1, 2), schedule(graph, (0, 1, 2))) is None
+
+
+def test_written_over_its_input_the_group_lowers_the_peak() -> None:
+    graph = _over_chain()
+    plain = peak_bytes(graph, [])
+    assert plain == 768 + 512  # the input and a while conv0 runs
+    choice = choose_stream_groups(graph)
+    (group,) = choice.groups
+    # The input (768 B) and the line buffers (a: 1 row, b: 3 rows of 64 B) while the group
+    # runs; c lives in the input's bytes, which then stay live through dense (768 + 10 B).
+    assert group.over == 0
+    assert choice.peak.peak_bytes == 768 + 64 + 192
+    # The caller's input (outside the workspace) is never written over.
+    outside = choose_stream_groups(graph, outside=frozenset({0, 4}))
+    assert all(g.over is None for g in outside.groups)
+
+
+def test_groups_written_over_their_input_by_brute_force() -> None:
+    """The cheapest selection under every budget, against every set of candidates (each
+    with and without `over`) whose operators and reaches do not overlap."""
+    graph = _over_chain()
+    candidates = []
+    for group in candidate_groups(graph):
+        scratch = group_scratch_bytes(graph, group)[0]
+        cost = 100 * len(group)
+        candidates.append(Candidate(group, scratch, cost))
+        over = writable_input(graph, group, schedule(graph, group))
+        if over is not None:
+            candidates.append(Candidate(group, scratch, cost + 1, over))
+    assert any(c.over is not None for c in candidates)
+
+    def reach(candidate: Candidate) -> int:
+        stop = candidate.operators[-1] + 1
+        if candidate.over is not None:
+            output = graph.operators[candidate.operators[-1]].outputs[0]
+            readers = [i for i, op in enumerate(graph.operators) if output in op.inputs]
+            stop = max([stop, *(r + 1 for r in readers)])
+        return stop
+
+    for budget in range(900, 1400, 16):
+        selection, fits = select(graph, candidates, budget)
+        feasible = []
+        for size in range(len(candidates) + 1):
+            for subset in combinations(range(len(candidates)), size):
+                spans = sorted((candidates[i].operators[0], reach(candidates[i])) for i in subset)
+                if any(a[1] > b[0] for a, b in pairwise(spans)):
+                    continue
+                chosen = [candidates[i] for i in subset]
+                if peak_bytes(graph, chosen) <= budget:
+                    feasible.append(sum(c.cost_instructions for c in chosen))
+        if feasible:
+            assert fits and selection.cost_instructions == min(feasible), budget
+            assert selection.peak_bytes <= budget
+        else:
+            assert not fits

@@ -68,6 +68,8 @@ class FusedGroup:
     saved_bytes: int
     """How much lower the model's peak of live bytes is with the group (the decision's
     estimate)."""
+    written_over: str | None = None
+    """The input tensor whose bytes the group's output was written over, if any."""
 
 
 def fused_group(attr: Attribute | None) -> FusedGroup | None:
@@ -83,10 +85,12 @@ def fused_group(attr: Attribute | None) -> FusedGroup | None:
             for key in ("rows", "heights", "line_buffer_bytes")
         ]
         saved = cast(IntegerAttr, fields["saved_bytes"]).value.data
+        over = fields.get("written_over")
+        written_over = cast(StringAttr, over).data if over is not None else None
     except (KeyError, AttributeError):
         return None
     buffers = tuple(zip(tensors, *numbers, strict=True))
-    return FusedGroup(operators, buffers, saved)  # type: ignore[arg-type]
+    return FusedGroup(operators, buffers, saved, written_over)  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)

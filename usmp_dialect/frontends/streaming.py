@@ -24,13 +24,19 @@ def group_name(stream: StreamGraph, group: Group) -> str:
 
 
 def fused_attribute(
-    names: Callable[[str], str], stream: StreamGraph, group: Group
+    names: Callable[[str], str], stream: StreamGraph, group: Group, written_over: int | None = None
 ) -> DictionaryAttr:
     """`usmp.fused` of a group function: its operators, per line buffer the tensor (its short
-    name, `names`), the rows kept of its height and the bytes, and the bytes the group takes
-    off the peak."""
+    name, `names`), the rows kept of its height and the bytes, the bytes the group takes off
+    the peak, and `written_over`: the input tensor its output was written over, if any."""
+    over = (
+        {}
+        if written_over is None
+        else {"written_over": StringAttr(names(stream.tensors[written_over].name))}
+    )
     return DictionaryAttr(
         {
+            **over,
             "operators": ArrayAttr(
                 [StringAttr(stream.operators[index].name) for index in group.operators]
             ),

@@ -33,6 +33,8 @@ from usmp_dialect.graph.streaming import (
     StreamGraph,
     candidate_groups,
     group_scratch_bytes,
+    schedule,
+    writable_input,
 )
 
 
@@ -44,6 +46,8 @@ class Candidate:
     operators: tuple[int, ...]
     scratch_bytes: int
     cost_instructions: int
+    over: int | None = None
+    """The input tensor whose bytes the group writes its output over (`Group.over`)."""
 
 
 @dataclass(frozen=True)
@@ -61,7 +65,9 @@ def fused_graph(
 ) -> tuple[Graph, tuple[tuple[int, ...], ...]]:
     """The program with each group as one operator (reading what its members read from outside
     it, writing what they write that is read outside it or pinned, its scratch live while it
-    runs), and per step the model operators it runs."""
+    runs), and per step the model operators it runs. A group written over its input (`over`)
+    writes its output into the input's buffer, where its readers then read it: that buffer
+    stays live until the output's last reader."""
     fused = {index: group for group in groups for index in group.operators}
     buffers = tuple(
         Buffer(tensor.name, tensor.size_bytes, planned=index not in outside)
@@ -71,9 +77,16 @@ def fused_graph(
     for index, op in enumerate(graph.operators):
         for tensor in op.inputs:
             readers.setdefault(tensor, set()).add(index)
+    home = {
+        graph.operators[group.operators[-1]].outputs[0]: group.over
+        for group in groups
+        if group.over is not None
+    }
 
     def whole(tensors: Sequence[int]) -> tuple[Access, ...]:
-        return tuple(Access(t, 0, graph.tensors[t].size_bytes) for t in sorted(set(tensors)))
+        return tuple(
+            Access(home.get(t, t), 0, graph.tensors[t].size_bytes) for t in sorted(set(tensors))
+        )
 
     operators: list[Operator] = []
     steps: list[tuple[int, ...]] = []
@@ -118,17 +131,39 @@ def _contiguous(candidate: Candidate) -> bool:
     return candidate.operators == tuple(range(first, last + 1))
 
 
+def _reach(graph: StreamGraph, candidate: Candidate) -> int:
+    """The operator after the last one whose live bytes depend on `candidate` alone: the
+    group's end, or, written over its input, its output's last reader (the input's buffer
+    lives until then)."""
+    stop = candidate.operators[-1] + 1
+    if candidate.over is None:
+        return stop
+    output = graph.operators[candidate.operators[-1]].outputs[0]
+    for index in range(stop, len(graph.operators)):
+        if output in graph.operators[index].inputs:
+            stop = index + 1
+    return stop
+
+
 def _step_bytes(
     graph: StreamGraph, candidates: Sequence[Candidate], outside: frozenset[int]
 ) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    """The live bytes of every operator unfused, and of every candidate fused alone."""
+    """The live bytes of every operator unfused, and of every candidate fused alone: while it
+    runs, and, written over its input, while the operators up to its reach run (unfused)."""
     plain, _ = fused_graph(graph, (), outside)
     base = live_bytes_per_step(plain, range(len(plain.operators)))
     own: list[int] = []
     for candidate in candidates:
-        program, _ = fused_graph(graph, (candidate,), outside)
-        steps = live_bytes_per_step(program, range(len(program.operators)))
-        own.append(steps[candidate.operators[0]])
+        program, steps = fused_graph(graph, (candidate,), outside)
+        live = live_bytes_per_step(program, range(len(program.operators)))
+        first, reach = candidate.operators[0], _reach(graph, candidate)
+        own.append(
+            max(
+                bytes_
+                for bytes_, members in zip(live, steps, strict=True)
+                if first <= members[0] < reach
+            )
+        )
     return base, tuple(own)
 
 
@@ -137,10 +172,13 @@ def _cheapest(
     candidates: Sequence[Candidate],
     own: Sequence[int],
     limit: int,
+    reach: Sequence[int] | None = None,
 ) -> tuple[int, ...] | None:
     """The cheapest selection (fewest added instructions, then fewest groups, then the earliest)
-    whose every step fits `limit`; None when none does."""
+    whose every step fits `limit`; None when none does. A candidate covers the operators from
+    its first to its `reach` (default: its last), the ones after the group unfused."""
     count = len(base)
+    stops = [candidate.operators[-1] + 1 for candidate in candidates] if reach is None else reach
     starting: dict[int, list[int]] = {}
     for position, candidate in enumerate(candidates):
         starting.setdefault(candidate.operators[0], []).append(position)
@@ -162,9 +200,8 @@ def _cheapest(
             relax(position + 1, entry)
         for candidate in starting.get(position, []):
             if own[candidate] <= limit:
-                stop = candidates[candidate].operators[-1] + 1
                 relax(
-                    stop,
+                    stops[candidate],
                     (
                         cost + candidates[candidate].cost_instructions,
                         groups + 1,
@@ -192,19 +229,20 @@ def select(
     ]
     usable = [candidates[position] for position in positions]
     base, own = _step_bytes(graph, usable, outside)
-    chosen = _cheapest(base, usable, own, budget_bytes) if budget_bytes is not None else None
+    reach = [_reach(graph, candidate) for candidate in usable]
+    chosen = _cheapest(base, usable, own, budget_bytes, reach) if budget_bytes is not None else None
     fits = chosen is not None
     if chosen is None:
         levels = sorted(set(base) | set(own))
         low, high = 0, len(levels) - 1  # the highest level always fits: nothing fused
         while low < high:
             middle = (low + high) // 2
-            if _cheapest(base, usable, own, levels[middle]) is None:
+            if _cheapest(base, usable, own, levels[middle], reach) is None:
                 low = middle + 1
             else:
                 high = middle
         lowest = levels[low] if levels else 0  # no operators: nothing is live
-        chosen = _cheapest(base, usable, own, lowest) or ()
+        chosen = _cheapest(base, usable, own, lowest, reach) or ()
         fits = budget_bytes is None or lowest <= budget_bytes
     picked = [usable[c] for c in chosen]
     selection = Selection(
@@ -273,7 +311,13 @@ def choose_stream_groups(
     candidates: list[Candidate] = []
     for group in groups:
         scratch, buffers[group] = group_scratch_bytes(graph, group)
-        candidates.append(Candidate(group, scratch, group_cost(graph, group).instructions))
+        cost = group_cost(graph, group).instructions
+        candidates.append(Candidate(group, scratch, cost))
+        # The same group writing its output over its input: fewer bytes while it runs, its
+        # input's bytes live until the output's last reader (never the caller's bytes).
+        over = writable_input(graph, group, schedule(graph, group))
+        if over is not None and over not in outside:
+            candidates.append(Candidate(group, scratch, cost, over))
     budget = None if lowest else budget_bytes
     selection, fits = select(graph, candidates, budget, outside)
     if lowest and budget_bytes is not None:
@@ -289,6 +333,7 @@ def choose_stream_groups(
                 tuple(buffers[candidate.operators]),
                 candidate.scratch_bytes,
                 saved,
+                candidate.over,
             )
         )
     return StreamChoice(

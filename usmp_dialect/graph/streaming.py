@@ -61,6 +61,11 @@ class StreamTensor:
     pinned: bool = False
     """Seen whole by something other than the operators (a model input or output, a Concat
     slice): never a line buffer. (Several readers are no pin: a group may hold them all.)"""
+    element: str = ""
+    """The element type (a group's output is written over an input of the same one only)."""
+    overwritable: bool = False
+    """A group reading it last may write its output over its bytes: the frontend owns them
+    (not the caller's), and row `r` lies at bytes `[r * row_bytes, (r + 1) * row_bytes)`."""
 
     @property
     def size_bytes(self) -> int:
@@ -117,6 +122,9 @@ class Group:
     """Line buffers plus the reducer's sums and the row it reduces."""
     saved_bytes: int
     """How much the model's peak of live bytes drops with this group (given the others)."""
+    over: int | None = None
+    """The input tensor whose bytes the group writes its output over (`writable_input`), or
+    None: the output has a buffer of its own."""
 
 
 def _streamable(graph: StreamGraph, op: StreamOperator) -> bool:
@@ -463,6 +471,59 @@ def group_scratch_bytes(graph: StreamGraph, group: Sequence[int]) -> tuple[int, 
     buffers = line_buffers(graph, group, plan)
     accumulator = graph.operators[group[-1]].accumulator_bytes
     return sum(buffer.size_bytes for buffer in buffers) + accumulator, buffers
+
+
+def writable_input(
+    graph: StreamGraph,
+    group: Sequence[int],
+    plan: Schedule,
+    readers: dict[int, list[int]] | None = None,
+) -> int | None:
+    """The group input whose bytes the group may write its output over, from the input's
+    first byte on (None: none may).
+
+    The input must be overwritable (`StreamTensor.overwritable`), of the output's element type
+    and no smaller, read by no operator outside the group; the output must not be pinned. And
+    no row may be written over input rows a step still reads: when the last operator writes
+    output rows `[y, y + n)`, their bytes `(y + n) * out_row` must end at or below the first
+    row of the input that step or any later one reads. A reducer writes its output once,
+    after its last step. As the group's other inputs and its line buffers have buffers of
+    their own, the rows of this one input decide alone."""
+    readers = _readers(graph) if readers is None else readers
+    members = set(group)
+    ops = [graph.operators[index] for index in group]
+    output = graph.tensors[plan.output]
+    if output.pinned:
+        return None
+    last = len(ops) - 1
+    for tensor in plan.inputs:
+        source = graph.tensors[tensor]
+        if not source.overwritable or source.element != output.element:
+            continue
+        if source.size_bytes < output.size_bytes or not source.row_bytes:
+            continue
+        if any(reader not in members for reader in readers.get(tensor, [])):
+            continue
+        # The first row of `tensor` each step and every later one reads, from the end.
+        first_read: list[int] = []
+        lowest = source.height
+        for step in reversed(plan.steps):
+            if isinstance(step, Compute):
+                op = ops[step.layer]
+                starts = (step.source_row, *step.other_source_rows)
+                for position, start in enumerate(starts):
+                    if op.inputs[position] == tensor:
+                        lowest = min(lowest, start)
+            first_read.append(lowest)
+        first_read.reverse()
+        safe = all(
+            (step.target_row + step.out_rows) * output.row_bytes <= first * source.row_bytes
+            for step, first in zip(plan.steps, first_read, strict=True)
+            if isinstance(step, Compute) and step.layer == last
+        )
+        if safe:
+            return tensor
+    return None
 
 
 # ---- which groups --------------------------------------------------------------------------

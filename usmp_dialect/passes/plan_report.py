@@ -66,7 +66,8 @@ def report_operators(operators: OperatorAnalysis, analysis: BufferAnalysis) -> l
 
 def _with_fused(run: OperatorRun, entry: dict) -> dict:
     """`entry` plus, for a fused group (fused row streaming), `fused`: its operators, the rows
-    kept of each intermediate tensor and the bytes it takes off the peak."""
+    kept of each intermediate tensor, the bytes it takes off the peak and the input its
+    output was written over (null: a buffer of its own)."""
     if run.fused is None:
         return entry
     entry["fused"] = {
@@ -76,6 +77,7 @@ def _with_fused(run: OperatorRun, entry: dict) -> dict:
             for tensor, rows, height, size in run.fused.line_buffers
         ],
         "saved_bytes": run.fused.saved_bytes,
+        "written_over": run.fused.written_over,
     }
     return entry
 

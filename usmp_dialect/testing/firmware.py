@@ -119,6 +119,8 @@ class FirmwareModel:
     sections: tuple[tuple[str, str], ...] = ()
     """(section name, "workspace" | "constant") the source places pools in: the linker script
     gives each an output section in the extra region."""
+    workspace_io: bool = False
+    """U4: the inputs and outputs live in the workspace (`<p>_map_inputs` / `_map_outputs`)."""
 
 
 def toolchain_missing() -> str | None:
@@ -165,11 +167,13 @@ def model_from_module(
     CTarget(prefix=prefix, entry=entry).emit(ctx, module, source)
     CHeaderTarget(prefix=prefix, entry=entry).emit(ctx, module, header)
     interface = build_interface(module, prefix, entry)
-    if interface.workspace_io:
-        raise ValueError(f"{name}: the firmware harness does not drive U4 (workspace-io) models")
-    sizes = _io_sizes(module, entry)
-    input_sizes = iter(size for kind, size in sizes if kind == "input")
-    output_sizes = iter(size for kind, size in sizes if kind == "output")
+    if interface.workspace_io:  # U4: the interface states the sizes of the mapped tensors
+        input_sizes = iter(t.size_bytes for t in interface.inputs)
+        output_sizes = iter(t.size_bytes for t in interface.outputs)
+    else:
+        sizes = _io_sizes(module, entry)
+        input_sizes = iter(size for kind, size in sizes if kind == "input")
+        output_sizes = iter(size for kind, size in sizes if kind == "output")
     inputs = tuple(
         Tensor(t.name, next(input_sizes), t.element_type in ("float", "double"))
         for t in interface.inputs
@@ -191,7 +195,15 @@ def model_from_module(
         )
     )
     return FirmwareModel(
-        name, source.getvalue(), header.getvalue(), inputs, outputs, prefix, external, sections
+        name,
+        source.getvalue(),
+        header.getvalue(),
+        inputs,
+        outputs,
+        prefix,
+        external,
+        sections,
+        interface.workspace_io,
     )
 
 
@@ -301,16 +313,26 @@ def harness_source(model: FirmwareModel, data_seeds: Sequence[int] = (1,)) -> st
             lines.append(
                 f"static _Alignas(64) uint8_t pool_{pool_info.field}[{size} > 0 ? {size} : 1];"
             )
-    for tensor in model.inputs + model.outputs:
-        lines.append(f"static _Alignas(16) uint8_t io_{tensor.name}[{tensor.size_bytes}];")
+    if not model.workspace_io:
+        for tensor in model.inputs + model.outputs:
+            lines.append(f"static _Alignas(16) uint8_t io_{tensor.name}[{tensor.size_bytes}];")
     lines += ["", "int main(void) {", "  int32_t status = 0;"]
     if model.external_pools:
         fields = ", ".join(f".{p.field} = (void*)pool_{p.field}" for p in model.external_pools)
         lines.append(f"  struct {p}_workspace_pools pools = {{ {fields} }};")
-    inputs = ", ".join(f".{t.name} = io_{t.name}" for t in model.inputs)
-    outputs = ", ".join(f".{t.name} = io_{t.name}" for t in model.outputs)
-    lines.append(f"  struct {p}_inputs inputs = {{ {inputs or '0'} }};")
-    lines.append(f"  struct {p}_outputs outputs = {{ {outputs or '0'} }};")
+    pools_pointer = "&pools" if model.external_pools else "NULL"
+    if model.workspace_io:
+        # U4: the tensors are the workspace's bytes; every run writes its inputs again.
+        lines.append(f"  struct {p}_inputs inputs = {p}_map_inputs({pools_pointer});")
+        lines.append(f"  struct {p}_outputs outputs = {p}_map_outputs({pools_pointer});")
+        for kind, tensors in (("inputs", model.inputs), ("outputs", model.outputs)):
+            for tensor in tensors:
+                lines.append(f"  void* io_{tensor.name} = (void*){kind}.{tensor.name};")
+    else:
+        inputs = ", ".join(f".{t.name} = io_{t.name}" for t in model.inputs)
+        outputs = ", ".join(f".{t.name} = io_{t.name}" for t in model.outputs)
+        lines.append(f"  struct {p}_inputs inputs = {{ {inputs or '0'} }};")
+        lines.append(f"  struct {p}_outputs outputs = {{ {outputs or '0'} }};")
     pools_argument = ", &pools" if model.external_pools else ""
     for run, seed in enumerate(data_seeds):
         lines.append(f"  random_state = {seed & 0x7FFFFFFF | 1}u;")
@@ -318,7 +340,11 @@ def harness_source(model: FirmwareModel, data_seeds: Sequence[int] = (1,)) -> st
             lines.append(f"  fill(io_{tensor.name}, {tensor.size_bytes}, {int(tensor.is_float)});")
         for tensor in model.outputs:
             lines.append(f"  memset(io_{tensor.name}, 0xA5, {tensor.size_bytes});")
-        call = f"{p}_run(&inputs, &outputs{pools_argument})"
+        call = (
+            f"{p}_run({pools_pointer})"
+            if model.workspace_io
+            else f"{p}_run(&inputs, &outputs{pools_argument})"
+        )
         if run == 0:
             lines += [
                 "  {",

@@ -22,7 +22,7 @@ through the shared kernel library (`usmp_dialect.kernels`).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -635,6 +635,36 @@ class TfliteImporter:
         viewed = self._overwritable(context, position, output, smaller_output=smaller_output)
         if viewed is not None:
             self.values[output.index] = viewed
+        return viewed
+
+    def group_over_input(
+        self, last: int, output: Tensor, source: Tensor, others: Sequence[SSAValue]
+    ) -> SSAValue | None:
+        """The view of `source`'s first bytes a fused group whose last operator is `last` writes
+        its `output` into (`graph.streaming.writable_input` proved the rows safe), recorded as
+        `output`'s value; None when `source`'s storage may not take it (it is not all of its
+        storage, or another input lives there). A model input is ours to overwrite only in
+        the workspace (U4): `stream_graph` marks it overwritable then."""
+        value = self.values[source.index]
+        if source.index in self.graph.inputs:
+            if not self.options.workspace_io:
+                return None
+            viewed = self.reshaped(value, output.shape)
+            self.storage.lives_in(output.index, viewed, value, whole=False)
+        else:
+            viewed = self.storage.over(
+                last,
+                output.index,
+                self.memref_type(output),
+                value,
+                others,
+                output.index in self._arguments,
+                self.reshaped,
+                smaller_output=True,
+            )
+            if viewed is None:
+                return None
+        self.values[output.index] = viewed
         return viewed
 
     def depthwise_in_place(self, context: OperatorContext) -> SSAValue | None:

@@ -184,12 +184,17 @@ def stream_graph(importer: TfliteImporter) -> StreamGraph:
     boundary = set(graph.inputs) | set(graph.outputs)
     placed = set(importer.concat_slices.slices) | set(importer.strided)
     placed |= {target for target, _ in importer.concat_slices.slices.values()}
+    # A group may write its output over an input it reads last (NHWC: rows outermost) with
+    # every in-place operator on; over a model input only when the input is in the workspace.
+    may_overwrite = importer.in_place_mode == "all"
+    overwritable_inputs = set(graph.inputs) if importer.options.workspace_io else set()
     tensors: list[StreamTensor] = []
     for tensor in graph.tensors:
         shape = tensor.shape or (1,)
         height = shape[1] if len(shape) == 4 else 1
         size = int(np.prod(shape, dtype=np.int64)) * max(tensor.dtype.itemsize, 1)
         constant = importer.constant_value(tensor) is not None
+        pinned = tensor.index in boundary or tensor.index in placed
         tensors.append(
             StreamTensor(
                 tensor.name,
@@ -197,7 +202,12 @@ def stream_graph(importer: TfliteImporter) -> StreamGraph:
                 0 if constant else size // max(height, 1),
                 # A tensor with several readers may still be kept in rows by a group that
                 # holds all of them (a residual block's input): `graph.streaming` sees them.
-                pinned=tensor.index in boundary or tensor.index in placed,
+                pinned=pinned,
+                element=str(tensor.dtype),
+                overwritable=may_overwrite
+                and not constant
+                and len(shape) == 4
+                and (not pinned or tensor.index in overwritable_inputs),
             )
         )
     operators: list[StreamOperator] = []
@@ -373,10 +383,23 @@ def emit_group(importer: TfliteImporter, stream: StreamGraph, group: Group) -> N
     importer.module.add(function)
     macs = sum(operator_macs(graph, op) for op in ops)
     mark_operator(importer.module.functions[emitted:], OperatorFacts("FUSED", ops[0].index, macs))
-    function.attributes[FUSED_ATTRIBUTE] = fused_attribute(importer.names, stream, group)
 
     inputs = [_input_value(importer, ops, contexts, index) for index in plan.inputs]
-    output = importer.output_buffer(graph.tensors[ops[-1].outputs[0]])
+    output_tensor = graph.tensors[ops[-1].outputs[0]]
+    output = None
+    if group.over is not None:
+        at = plan.inputs.index(group.over)
+        output = importer.group_over_input(
+            ops[-1].index,
+            output_tensor,
+            graph.tensors[group.over],
+            [value for position, value in enumerate(inputs) if position != at],
+        )
+    function.attributes[FUSED_ATTRIBUTE] = fused_attribute(
+        importer.names, stream, group, group.over if output is not None else None
+    )
+    if output is None:
+        output = importer.output_buffer(output_tensor)
     call_group(
         importer.main,
         importer.names,
