@@ -275,3 +275,55 @@ def test_quantized_chain_is_exact(
         (want,) = onnxruntime_outputs(model, [x])
         difference = np.abs(ours.reshape(want.shape).astype(np.float64) - want) / step
         assert difference.max() <= 2 + 1e-3
+
+
+def _hinted(model: bytes, directory: Path, hint: int | None, *flags: str) -> tuple[int, str, str]:
+    """usmp-opt with a workspace size hint (U4): the planned workspace (0 when planning
+    failed), the module printed and the error."""
+    import json
+    import subprocess
+
+    from usmp_dialect.validation.host import pipeline, usmp_opt
+
+    path = directory / "model.onnx"
+    path.write_bytes(model)
+    report = directory / "plan.json"
+    report.unlink(missing_ok=True)
+    pools = ["--workspace-pools=sram"]
+    if hint is not None:
+        pools.append(f"--workspace-pools-size-hint-bytes=sram:{hint}")
+    ran = subprocess.run(
+        [*usmp_opt(), str(path), *pools, *flags, "-p", pipeline(True, report)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if ran.returncode:
+        return 0, ran.stdout, ran.stderr
+    planned = json.loads(report.read_text())["pools"]
+    return sum(p["size_bytes"] for p in planned if p["kind"] == "workspace"), ran.stdout, ""
+
+
+def test_a_size_hint_steers_the_onnx_import(tmp_path: Path) -> None:
+    """As for TFLite (SPEC §12): a hint the plain program meets changes nothing, one between
+    the lowest peak and the plain one is met by streaming, one below the lowest peak fails in
+    one line naming that peak and the group running then."""
+    model = conv_chain()
+    plain, plain_text, _ = _hinted(model, tmp_path, None, "--fuse=none", "--in-place=elementwise")
+    lowest, lowest_text, _ = _hinted(model, tmp_path, None)
+    assert lowest < plain and "fused_" in lowest_text
+    workspace, text, _ = _hinted(model, tmp_path, plain)
+
+    def body(text: str) -> list[str]:  # the pools' declarations carry the hint
+        return [line for line in text.splitlines() if "pool.workspace" not in line]
+
+    assert workspace == plain and body(text) == body(plain_text)
+    hint = (plain + lowest) // 2
+    workspace, text, _ = _hinted(model, tmp_path, hint)
+    assert "fused_" in text and workspace <= hint
+    workspace, _, error = _hinted(model, tmp_path, lowest // 2)
+    assert workspace == 0
+    lines = error.strip().splitlines()
+    assert len(lines) == 1, error
+    assert f"pool @sram ({lowest // 2} bytes) is too small: at least" in lines[0]
+    assert "(FUSED @fused_conv_0__" in lines[0]

@@ -690,29 +690,89 @@ def import_onnx(data: bytes, path: str, options: ImportOptions | None = None) ->
     graph = fuse_qdq(read_graph(data, path))
     importer = OnnxImporter(graph, in_place)
     module = importer.run()
-    streamed = None
-    if options.fuse == "rows":
-        # Fused row streaming where it lowers the peak, decided on the graph the plain import
-        # described (`frontends/onnx/streaming.py`): imported again with the groups.
-        from usmp_dialect.frontends.onnx.streaming import choose_streaming
-
-        streamed = choose_streaming(importer)
-        if streamed is not None:
-            grouped = OnnxImporter(graph, in_place, streamed=streamed)
-            transformed = grouped.run()
-            if lowers_peak(module, transformed):
-                importer, module = grouped, transformed
-            else:
-                streamed = None
-    # Depthwise convolutions in place where that lowers the peak: imported again with them.
-    chosen = choose_calls(module, importer.depthwise_candidates)
-    if chosen:
-        nodes = frozenset(node.index for node in graph.nodes if _function(node) in chosen)
-        transformed = OnnxImporter(graph, in_place, nodes, streamed).run()
-        if lowers_peak(module, transformed):
-            module = transformed
+    if options.workspace_size_hint_bytes is not None:
+        module = _within_hint(graph, options, importer, module)
+    else:
+        module = _lowest_peak(graph, options, importer, module)
     module.attributes[MODEL_ATTRIBUTE] = model_attribute(data, path)
     return module
+
+
+def _streamed(
+    graph: Graph, in_place: str, module: ModuleOp, streamed: StreamedGroups | None
+) -> tuple[OnnxImporter | None, ModuleOp]:
+    """The model imported again with `streamed`'s groups, when that lowers the peak of the
+    plain import's `module` (`lowers_peak`); (None, `module`) otherwise."""
+    if streamed is None:
+        return None, module
+    grouped = OnnxImporter(graph, in_place, streamed=streamed)
+    transformed = grouped.run()
+    if lowers_peak(module, transformed):
+        return grouped, transformed
+    return None, module
+
+
+def _with_depthwise(
+    graph: Graph, in_place: str, importer: OnnxImporter, module: ModuleOp
+) -> ModuleOp:
+    """`module` imported again with the depthwise convolutions in place that lower its peak
+    (`choose_calls`), when that import really does (`lowers_peak`)."""
+    chosen = choose_calls(module, importer.depthwise_candidates)
+    if not chosen:
+        return module
+    nodes = frozenset(node.index for node in graph.nodes if _function(node) in chosen)
+    transformed = OnnxImporter(graph, in_place, nodes, importer.streamed).run()
+    return transformed if lowers_peak(module, transformed) else module
+
+
+def _lowest_peak(
+    graph: Graph, options: ImportOptions, importer: OnnxImporter, module: ModuleOp
+) -> ModuleOp:
+    """Without a size hint: fused row streaming where it lowers the peak, decided on the graph
+    the plain import described (`frontends/onnx/streaming.py`), then depthwise convolutions in
+    place where that lowers it further."""
+    if options.fuse == "rows":
+        from usmp_dialect.frontends.onnx.streaming import choose_streaming
+
+        grouped, module = _streamed(graph, options.in_place, module, choose_streaming(importer))
+        importer = grouped or importer
+    return _with_depthwise(graph, options.in_place, importer, module)
+
+
+def _within_hint(
+    graph: Graph, options: ImportOptions, importer: OnnxImporter, module: ModuleOp
+) -> ModuleOp:
+    """The import under a workspace size hint (SPEC §12), as the TFLite frontend's: the plain
+    program when it fits; else the cheapest groups that fit; else with depthwise convolutions
+    in place; else the lowest-peak groups (and depthwise in place). When nothing fits, the
+    program of the lowest peak reached goes on (its planning then fails in one line)."""
+    from usmp_dialect.frontends.onnx.streaming import choose_streaming
+    from usmp_dialect.frontends.size_hint import program_peak_bytes
+
+    hint = options.workspace_size_hint_bytes
+    assert hint is not None
+
+    def peak_of(program: ModuleOp) -> int:
+        peak = program_peak_bytes(program, options.workspace_io)
+        return peak if peak is not None else 0
+
+    best = (peak_of(module), module)
+    if best[0] <= hint:
+        return module
+    attempts = [False, True] if options.fuse == "rows" else [None]
+    for lowest in attempts:
+        grouped, program = importer, module
+        if lowest is not None:
+            streamed = choose_streaming(importer, hint, lowest, options.workspace_io)
+            found, program = _streamed(graph, options.in_place, module, streamed)
+            grouped = found or importer
+        for candidate in (program, _with_depthwise(graph, options.in_place, grouped, program)):
+            peak = peak_of(candidate)
+            if peak <= hint:
+                return candidate
+            if peak < best[0]:
+                best = (peak, candidate)
+    return best[1]
 
 
 __all__ = ["MICROSOFT_OPERATORS", "OPERATORS", "NodeContext", "import_onnx", "operator"]

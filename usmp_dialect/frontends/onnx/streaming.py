@@ -42,13 +42,13 @@ from usmp_dialect.frontends.onnx.ops.pooling import pool_dtype, pooling_paramete
 from usmp_dialect.frontends.onnx.ops.qlinear import qlinear_conv_kernel
 from usmp_dialect.frontends.onnx.reader import Node
 from usmp_dialect.frontends.streaming import call_group, fused_attribute, group_name
+from usmp_dialect.graph.selection import choose_stream_groups
 from usmp_dialect.graph.streaming import (
     Group,
     RowWindow,
     StreamGraph,
     StreamOperator,
     StreamTensor,
-    choose_groups,
     loops,
     schedule,
 )
@@ -229,14 +229,28 @@ def stream_graph(importer: OnnxImporter) -> tuple[StreamGraph, tuple[int, ...]]:
     return StreamGraph(tuple(tensors), tuple(operators)), tuple(nodes)
 
 
-def choose_streaming(importer: OnnxImporter) -> StreamedGroups | None:
-    """The groups `graph.streaming.choose_groups` keeps on the graph of the plain import
-    `importer` (None: none lowers the peak). A group runs at its last node (every constant
-    its nodes read is folded by then); its other nodes and the nodes they fuse are skipped."""
+def choose_streaming(
+    importer: OnnxImporter,
+    budget_bytes: int | None = None,
+    lowest: bool = False,
+    io_inside: bool = True,
+) -> StreamedGroups | None:
+    """The groups to stream on the graph of the plain import `importer` (None: none): without
+    a budget (or with `lowest`) the cheapest set reaching the lowest peak, the inputs and
+    outputs counted (`graph.selection.choose_stream_groups`); with `budget_bytes` (a workspace
+    size hint, SPEC §12) the cheapest set that fits it, the inputs and outputs counted only
+    when the pipeline plans them in the workspace (`io_inside`). A group runs at its last node (every
+    constant its nodes read is folded by then); its other nodes and the nodes they fuse are
+    skipped."""
     stream, nodes = stream_graph(importer)
+    outside: frozenset[int] = frozenset()
+    if budget_bytes is not None and not io_inside:
+        boundary = set(importer.graph.inputs) | set(importer.graph.outputs)
+        outside = frozenset(i for i, t in enumerate(stream.tensors) if t.name in boundary)
+    choice = choose_stream_groups(stream, budget_bytes, outside, lowest)
     emit_at: dict[int, StreamedGroup] = {}
     inside: set[int] = set()
-    for group in choose_groups(stream):
+    for group in choice.groups:
         members = tuple(nodes[operator] for operator in group.operators)
         emit_at[members[-1]] = StreamedGroup(stream, group, members)
         for member in members:
