@@ -239,9 +239,9 @@ def choose_streaming(
     a budget (or with `lowest`) the cheapest set reaching the lowest peak, the inputs and
     outputs counted (`graph.selection.choose_stream_groups`); with `budget_bytes` (a workspace
     size hint, SPEC §12) the cheapest set that fits it, the inputs and outputs counted only
-    when the pipeline plans them in the workspace (`io_inside`). A group runs at its last node (every
-    constant its nodes read is folded by then); its other nodes and the nodes they fuse are
-    skipped."""
+    when the pipeline plans them in the workspace (`io_inside`). A group runs at its last node
+    (every constant its nodes read is folded by then); its other nodes and the nodes they fuse
+    are skipped."""
     stream, nodes = stream_graph(importer)
     outside: frozenset[int] = frozenset()
     if budget_bytes is not None and not io_inside:
