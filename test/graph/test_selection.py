@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from itertools import combinations, pairwise
 
 from usmp_dialect.graph.selection import (
@@ -58,6 +59,26 @@ def _candidates(graph: StreamGraph, cost: dict[tuple[int, ...], int]) -> list[Ca
     ]
 
 
+def _cheapest_by_brute_force(
+    graph: StreamGraph,
+    candidates: list[Candidate],
+    budget: int,
+    reach: Callable[[Candidate], int] = lambda c: c.operators[-1] + 1,
+) -> int | None:
+    """The fewest added instructions of any set of candidates whose spans (first operator to
+    `reach`) do not overlap and whose peak fits `budget`; None when no set fits."""
+    feasible = []
+    for size in range(len(candidates) + 1):
+        for subset in combinations(range(len(candidates)), size):
+            spans = sorted((candidates[i].operators[0], reach(candidates[i])) for i in subset)
+            if any(a[1] > b[0] for a, b in pairwise(spans)):
+                continue
+            chosen = [candidates[i] for i in subset]
+            if peak_bytes(graph, chosen) <= budget:
+                feasible.append(sum(c.cost_instructions for c in chosen))
+    return min(feasible, default=None)
+
+
 def test_the_plain_program_when_it_fits() -> None:
     graph = _chain()
     plain = peak_bytes(graph, [])
@@ -72,18 +93,9 @@ def test_the_cheapest_set_that_fits_by_brute_force() -> None:
     candidates = _candidates(graph, costs)
     for budget in range(1000, 4001, 50):
         selection, fits = select(graph, candidates, budget)
-        feasible = []
-        for size in range(len(candidates) + 1):
-            for subset in combinations(range(len(candidates)), size):
-                members = [candidates[i].operators for i in subset]
-                flat = [op for group in members for op in group]
-                if len(flat) != len(set(flat)):
-                    continue
-                chosen = [candidates[i] for i in subset]
-                if peak_bytes(graph, chosen) <= budget:
-                    feasible.append(sum(c.cost_instructions for c in chosen))
-        if feasible:
-            assert fits and selection.cost_instructions == min(feasible), budget
+        cheapest = _cheapest_by_brute_force(graph, candidates, budget)
+        if cheapest is not None:
+            assert fits and selection.cost_instructions == cheapest, budget
             assert selection.peak_bytes <= budget
         else:
             assert not fits
@@ -259,17 +271,9 @@ def test_groups_written_over_their_input_by_brute_force() -> None:
 
     for budget in range(900, 1400, 16):
         selection, fits = select(graph, candidates, budget)
-        feasible = []
-        for size in range(len(candidates) + 1):
-            for subset in combinations(range(len(candidates)), size):
-                spans = sorted((candidates[i].operators[0], reach(candidates[i])) for i in subset)
-                if any(a[1] > b[0] for a, b in pairwise(spans)):
-                    continue
-                chosen = [candidates[i] for i in subset]
-                if peak_bytes(graph, chosen) <= budget:
-                    feasible.append(sum(c.cost_instructions for c in chosen))
-        if feasible:
-            assert fits and selection.cost_instructions == min(feasible), budget
+        cheapest = _cheapest_by_brute_force(graph, candidates, budget, reach)
+        if cheapest is not None:
+            assert fits and selection.cost_instructions == cheapest, budget
             assert selection.peak_bytes <= budget
         else:
             assert not fits
