@@ -279,12 +279,16 @@ def generate_c(
     return source
 
 
-def plan(model: Path, directory: Path, workspace_io: bool = False) -> dict:
-    """The plan report (SPEC §8) of `model` through the README's pipeline, without C."""
+def plan(
+    model: Path, directory: Path, workspace_io: bool = False, options: Sequence[str] = ()
+) -> dict:
+    """The plan report (SPEC §8) of `model` through the README's pipeline, without C;
+    `options`: more `usmp-opt` arguments."""
     directory.mkdir(parents=True, exist_ok=True)
     report = directory / ("plan_u4.json" if workspace_io else "plan.json")
     planned = directory / ("planned_u4.mlir" if workspace_io else "planned.mlir")
-    _run_usmp_opt([str(model), "-p", pipeline(workspace_io, report), "-o", str(planned)])
+    arguments = [str(model), *options, "-p", pipeline(workspace_io, report), "-o", str(planned)]
+    _run_usmp_opt(arguments)
     return json.loads(report.read_text())
 
 

@@ -7,7 +7,6 @@ workspace drops; `--fuse=none` keeps the PAD."""
 from __future__ import annotations
 
 import importlib.util
-import json
 import shutil
 import subprocess
 from pathlib import Path
@@ -18,7 +17,7 @@ import pytest
 from usmp_dialect.frontends.tflite.folding import fold_padding
 from usmp_dialect.frontends.tflite.reader import read_graph
 from usmp_dialect.testing import tflm
-from usmp_dialect.validation.host import compile_model, pipeline, usmp_opt
+from usmp_dialect.validation.host import compile_model, plan, usmp_opt, workspace_bytes
 
 pytestmark = [
     pytest.mark.skipif(shutil.which("gcc") is None, reason="gcc is not installed"),
@@ -122,22 +121,7 @@ def test_fold_keeps_operator_indices() -> None:
 
 
 def _workspace(model: Path, directory: Path, fuse: str) -> int:
-    report = directory / f"plan_{fuse}.json"
-    subprocess.run(
-        [
-            *usmp_opt(),
-            str(model),
-            f"--fuse={fuse}",
-            "-p",
-            pipeline(True, report),
-            "-o",
-            "/dev/null",
-        ],
-        check=True,
-        capture_output=True,
-    )
-    plan = json.loads(report.read_text())
-    return sum(pool["size_bytes"] for pool in plan["pools"] if pool["kind"] == "workspace")
+    return workspace_bytes(plan(model, directory / fuse, True, [f"--fuse={fuse}"]))
 
 
 def test_streaming_runs_through_a_folded_pad(tmp_path: Path) -> None:

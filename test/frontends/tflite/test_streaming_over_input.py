@@ -6,9 +6,7 @@ ASan/UBSan, with less workspace than the same group with an output buffer of its
 
 from __future__ import annotations
 
-import json
 import shutil
-import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -17,7 +15,7 @@ import tflite
 
 from usmp_dialect.testing import tflm
 from usmp_dialect.testing.tflite_writer import OperatorSpec, TensorSpec, write_model
-from usmp_dialect.validation.host import compile_model, pipeline, usmp_opt
+from usmp_dialect.validation.host import compile_model, plan, workspace_bytes
 
 pytestmark = [
     pytest.mark.skipif(shutil.which("gcc") is None, reason="gcc is not installed"),
@@ -88,22 +86,15 @@ def over_model(resize_first: bool, seed: int = 0) -> bytes:
 
 
 def _plan(model: Path, directory: Path, workspace_io: bool, *flags: str) -> dict:
-    directory.mkdir(parents=True, exist_ok=True)
-    report = directory / "plan.json"
-    subprocess.run(
-        [*usmp_opt(), str(model), *flags, "-p", pipeline(workspace_io, report), "-o", "/dev/null"],
-        check=True,
-        capture_output=True,
-    )
-    return json.loads(report.read_text())
+    return plan(model, directory, workspace_io, flags)
 
 
-def _workspace(plan: dict) -> int:
-    return sum(pool["size_bytes"] for pool in plan["pools"] if pool["kind"] == "workspace")
+def _workspace(report: dict) -> int:
+    return workspace_bytes(report)
 
 
-def _fused(plan: dict) -> list[str]:
-    return [operator["name"] for operator in plan["operators"] if operator.get("fused")]
+def _fused(report: dict) -> list[str]:
+    return [operator["name"] for operator in report["operators"] if operator.get("fused")]
 
 
 @pytest.mark.parametrize(
@@ -136,8 +127,8 @@ def test_group_written_over_its_input_matches_tflm(
     tflm.compare(compiled, data, range(3))
 
 
-def _written_over(plan: dict) -> list[str | None]:
-    return [op["fused"]["written_over"] for op in plan["operators"] if op.get("fused")]
+def _written_over(report: dict) -> list[str | None]:
+    return [op["fused"]["written_over"] for op in report["operators"] if op.get("fused")]
 
 
 def test_the_callers_input_is_never_written_over(tmp_path: Path) -> None:

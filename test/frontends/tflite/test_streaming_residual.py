@@ -7,7 +7,6 @@ within 1e-5), each fused into one group containing the ADD, MUL or activations."
 from __future__ import annotations
 
 import importlib.util
-import json
 import re
 import shutil
 import subprocess
@@ -16,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from usmp_dialect.testing import tflm
-from usmp_dialect.validation.host import compile_model, pipeline, usmp_opt
+from usmp_dialect.validation.host import compile_model, plan, usmp_opt, workspace_bytes
 
 pytestmark = [
     pytest.mark.skipif(shutil.which("gcc") is None, reason="gcc is not installed"),
@@ -49,22 +48,7 @@ def _fused_operators(model: Path) -> list[list[str]]:
 
 
 def _workspace(model: Path, directory: Path, fuse: str) -> int:
-    report = directory / f"plan_{fuse}.json"
-    subprocess.run(
-        [
-            *usmp_opt(),
-            str(model),
-            f"--fuse={fuse}",
-            "-p",
-            pipeline(True, report),
-            "-o",
-            "/dev/null",
-        ],
-        check=True,
-        capture_output=True,
-    )
-    plan = json.loads(report.read_text())
-    return sum(pool["size_bytes"] for pool in plan["pools"] if pool["kind"] == "workspace")
+    return workspace_bytes(plan(model, directory / fuse, True, [f"--fuse={fuse}"]))
 
 
 @pytest.mark.parametrize(
