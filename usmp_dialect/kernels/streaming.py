@@ -200,6 +200,12 @@ def fused_rows(
     def output_of(layer: int) -> Value:
         return value_of(wiring.writes[layer])
 
+    def axis_of(layer: int, position: int = 0) -> int:
+        slot = wiring.reads[layer][position]
+        if slot.kind == "input" and wiring.input_height_axes:
+            return wiring.input_height_axes[slot.index]
+        return height_axis
+
     row_functions: dict[tuple[int, int, int, int], str] = {}
 
     def row_function(step: Compute) -> str:
@@ -215,7 +221,10 @@ def fused_rows(
             out_type = output_of(step.layer).type
             assert isinstance(out_type, MemRefType)
             assert all(isinstance(type_, MemRefType) for type_ in in_types)
-            views = [_row_view_type(type_, step.rows, height_axis) for type_ in in_types]  # type: ignore[arg-type]
+            views = [
+                _row_view_type(type_, step.rows, axis_of(step.layer, position))  # type: ignore[arg-type]
+                for position, type_ in enumerate(in_types)
+            ]
             emitted = len(module.functions)
             if layer.emit_many_rows is not None:
                 layer.emit_many_rows(
@@ -314,7 +323,7 @@ def fused_rows(
                 input_of(step.layer, position),
                 row_index(row, grows),
                 step.rows,
-                height_axis,
+                axis_of(step.layer, position),
             )
             for position, (row, grows) in enumerate(zip(rows, growth, strict=True))
         ]
@@ -363,6 +372,9 @@ class Wiring:
     reads: tuple[tuple[Slot, ...], ...]
     writes: tuple[Slot, ...]
     reduced: int = -1
+    input_height_axes: tuple[int, ...] = ()
+    """Per group input, the axis its rows lie along when it is not the group's (an NCHW model
+    input that a head TRANSPOSE reads row by row in an NHWC group); empty: the group's."""
 
 
 def chain_wiring(layers: Sequence[StreamLayer], reducer: GlobalAverage | None) -> Wiring:

@@ -136,3 +136,29 @@ def test_streaming_runs_through_a_folded_pad(tmp_path: Path) -> None:
     assert _workspace(model, tmp_path, "rows") < _workspace(model, tmp_path, "none")
     compiled = compile_model(model, tmp_path, workspace_io=True, sanitize=True)
     tflm.compare(compiled, data, range(3))
+
+
+@pytest.mark.parametrize(("workspace_io", "sanitize"), [(True, True), (False, False)])
+def test_a_head_transpose_streams_with_the_stem(
+    tmp_path: Path, workspace_io: bool, sanitize: bool
+) -> None:
+    """A PyTorch-style MobileNetV2 starts with a TRANSPOSE of its NCHW input: the stem group
+    reads the input's rows along its height axis and transposes them one row at a time, so
+    the transposed copy of the whole input is never live; bit-exact with TFLM."""
+    from usmp_dialect.models import build
+
+    data = build(
+        "mobilenetv2", resolution=48, width_multiplier=0.1, classes=10, export="pytorch"
+    ).tflite
+    model = tmp_path / "mobilenetv2_pytorch.tflite"
+    model.write_bytes(data)
+    fused = plan(model, tmp_path / "rows", workspace_io)
+    unfused = plan(model, tmp_path / "none", workspace_io, ["--fuse=none"])
+    groups = [op["name"] for op in fused["operators"] if op.get("fused")]
+    assert groups[0].startswith("fused_transpose_0__")
+    # The stem reads the 3 x 48 x 48 input whole; its transposed copy is gone.
+    assert workspace_bytes(fused) < workspace_bytes(unfused)
+    if workspace_io:
+        assert fused["peak"]["live_bytes"] < 2 * 3 * 48 * 48
+    compiled = compile_model(model, tmp_path / "c", workspace_io=workspace_io, sanitize=sanitize)
+    tflm.compare(compiled, data, range(3))

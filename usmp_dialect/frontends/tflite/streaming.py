@@ -4,7 +4,8 @@ emission of a chosen group through the operators' own kernels (`kernels.streamin
 Streamable: int8 and float32 CONV_2D, DEPTHWISE_CONV_2D, AVERAGE_POOL_2D and MAX_POOL_2D of
 batch 1 (a window of input rows per output row), ADD, SUB and MUL of two activations of the
 output's shape (one row of each per output row: residual blocks), one-input activations and
-QUANTIZE/DEQUANTIZE (one-row windows), and, ending a chain, a global reducer: an int8 or
+QUANTIZE/DEQUANTIZE (one-row windows), a head TRANSPOSE of an NCHW model input into NHWC
+(row y from row y of the input's height axis), and, ending a chain, a global reducer: an int8 or
 float32 AVERAGE_POOL_2D whose window is the whole input (VALID, a 1 x 1 output) or MEAN over
 height and width. Every other operator is opaque.
 """
@@ -40,6 +41,7 @@ from usmp_dialect.graph.streaming import (
     slots,
 )
 from usmp_dialect.kernels.conv import Window
+from usmp_dialect.kernels.data_movement import transpose
 from usmp_dialect.kernels.elementwise import Operand, binary, unary_rows
 from usmp_dialect.kernels.fixed_point import quantize_multiplier
 from usmp_dialect.kernels.module import mark_operator, memref_of
@@ -135,6 +137,22 @@ def _is_unary(importer: TfliteImporter, op: Operator, activations: tuple[int, ..
     )
 
 
+def _is_head_transpose(importer: TfliteImporter, op: Operator) -> bool:
+    """A TRANSPOSE with permutation (0, 2, 3, 1) of an NCHW batch-1 model input into NHWC (a
+    PyTorch export's head): output row y (every column and channel at height y) reads row y
+    of the input along its height axis (2), so it streams as a one-row window."""
+    graph = importer.graph
+    if op.opcode != "TRANSPOSE" or len(op.inputs) != 2 or len(op.outputs) != 1:
+        return False
+    source, output = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
+    if source.index not in graph.inputs or len(source.shape) != 4 or source.shape[0] != 1:
+        return False
+    permutation = importer.constant_value(graph.tensors[op.inputs[1]])
+    if permutation is None or [int(p) % 4 for p in permutation.reshape(-1)] != [0, 2, 3, 1]:
+        return False
+    return source.dtype == output.dtype and source.dtype in (INT8, FLOAT32)
+
+
 def _row_window(importer: TfliteImporter, op: Operator) -> RowWindow | None:
     """The window along the height of a streamable operator (None: not streamable)."""
     graph = importer.graph
@@ -173,6 +191,11 @@ def _row_window(importer: TfliteImporter, op: Operator) -> RowWindow | None:
     return RowWindow(kernel[0], found.stride[0], found.dilation[0], found.padding[0])
 
 
+def nchw_inputs(importer: TfliteImporter) -> set[int]:
+    """The model inputs head TRANSPOSEs read (`_is_head_transpose`)."""
+    return {op.inputs[0] for op in importer.graph.operators if _is_head_transpose(importer, op)}
+
+
 def stream_graph(importer: TfliteImporter) -> StreamGraph:
     """The TFLite graph as streaming sees it (tensor indices are the graph's)."""
     graph = importer.graph
@@ -188,10 +211,14 @@ def stream_graph(importer: TfliteImporter) -> StreamGraph:
     # every in-place operator on; over a model input only when the input is in the workspace.
     may_overwrite = importer.in_place_mode == "all"
     overwritable_inputs = set(graph.inputs) if importer.options.workspace_io else set()
+    # NCHW model inputs a head TRANSPOSE reads: rows along axis 2, not outermost.
+    channels_first = nchw_inputs(importer)
     tensors: list[StreamTensor] = []
     for tensor in graph.tensors:
         shape = tensor.shape or (1,)
         height = shape[1] if len(shape) == 4 else 1
+        if tensor.index in channels_first:
+            height = shape[2]
         size = int(np.prod(shape, dtype=np.int64)) * max(tensor.dtype.itemsize, 1)
         constant = importer.constant_value(tensor) is not None
         pinned = tensor.index in boundary or tensor.index in placed
@@ -207,6 +234,7 @@ def stream_graph(importer: TfliteImporter) -> StreamGraph:
                 overwritable=may_overwrite
                 and not constant
                 and len(shape) == 4
+                and tensor.index not in channels_first
                 and (not pinned or tensor.index in overwritable_inputs),
             )
         )
@@ -225,7 +253,11 @@ def stream_graph(importer: TfliteImporter) -> StreamGraph:
             continue
         row_window = _row_window(importer, op)
         kind = "window" if row_window is not None and len(activations) == 1 else "opaque"
-        if _is_elementwise(importer, op, activations) or _is_unary(importer, op, activations):
+        if (
+            _is_elementwise(importer, op, activations)
+            or _is_unary(importer, op, activations)
+            or _is_head_transpose(importer, op)
+        ):
             row_window, kind = RowWindow(1, 1, 1, 0), "window"
         output = graph.tensors[outputs[0]] if outputs else None
         # int8 CONV_2D blocks two output positions down a 1-wide output (kernels.conv): two
@@ -255,6 +287,12 @@ def _layer(context: OperatorContext) -> StreamLayer:
         return _elementwise_layer(context, input_type, output_type)
     if op.opcode in _UNARY:
         return _unary_layer(context, input_type, output_type)
+    if op.opcode == "TRANSPOSE":  # a head TRANSPOSE: NCHW rows into NHWC rows
+
+        def transpose_rows(name: str, in_type: MemRefType, out_type: MemRefType, _: int) -> None:
+            transpose(context.module, name, in_type, out_type, (0, 2, 3, 1))
+
+        return StreamLayer(context.name, input_type, output_type, transpose_rows)
     if op.opcode in ("CONV_2D", "DEPTHWISE_CONV_2D"):
         emit, full = convolution_kernel(context)
 
@@ -374,6 +412,7 @@ def emit_group(importer: TfliteImporter, stream: StreamGraph, group: Group) -> N
         reads[: len(layers)],
         writes[: len(layers)],
         plan.buffer_tensors.index(reduced) if reduced is not None else -1,
+        tuple(2 if index in nchw_inputs(importer) else 1 for index in plan.inputs),
     )
     name = importer.module.unique(group_name(stream, group))
     emitted = len(importer.module.functions)
