@@ -192,8 +192,15 @@ def _row_window(importer: TfliteImporter, op: Operator) -> RowWindow | None:
 
 
 def nchw_inputs(importer: TfliteImporter) -> set[int]:
-    """The model inputs head TRANSPOSEs read (`_is_head_transpose`)."""
-    return {op.inputs[0] for op in importer.graph.operators if _is_head_transpose(importer, op)}
+    """The model inputs only head TRANSPOSEs read (`_is_head_transpose`): rows along axis 2."""
+    transposed: set[int] = set()
+    other: set[int] = set()
+    for op in importer.graph.operators:
+        if _is_head_transpose(importer, op):
+            transposed.add(op.inputs[0])
+        else:
+            other.update(op.inputs)
+    return transposed - other
 
 
 def stream_graph(importer: TfliteImporter) -> StreamGraph:
@@ -256,7 +263,7 @@ def stream_graph(importer: TfliteImporter) -> StreamGraph:
         if (
             _is_elementwise(importer, op, activations)
             or _is_unary(importer, op, activations)
-            or _is_head_transpose(importer, op)
+            or (_is_head_transpose(importer, op) and op.inputs[0] in channels_first)
         ):
             row_window, kind = RowWindow(1, 1, 1, 0), "window"
         output = graph.tensors[outputs[0]] if outputs else None
