@@ -310,12 +310,13 @@ def choose_stream_groups(
     buffers: dict[tuple[int, ...], list[LineBuffer]] = {}
     candidates: list[Candidate] = []
     for group in groups:
-        scratch, buffers[group] = group_scratch_bytes(graph, group)
-        cost = group_cost(graph, group).instructions
+        plan = schedule(graph, group)
+        scratch, buffers[group] = group_scratch_bytes(graph, group, plan)
+        cost = group_cost(graph, group, plan).instructions
         candidates.append(Candidate(group, scratch, cost))
         # The same group writing its output over its input: fewer bytes while it runs, its
         # input's bytes live until the output's last reader (never the caller's bytes).
-        over = writable_input(graph, group, schedule(graph, group))
+        over = writable_input(graph, group, plan)
         if over is not None and over not in outside:
             candidates.append(Candidate(group, scratch, cost, over))
     budget = None if lowest else budget_bytes

@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from usmp_dialect.graph.streaming import Compute, Reduce, Shift, StreamGraph, schedule
+from usmp_dialect.graph.streaming import Compute, Reduce, Schedule, Shift, StreamGraph, schedule
 
 SHIFT_INSTRUCTIONS_PER_BYTE = 0.25
 """newlib's word-aligned `memmove` on the M4: about one load and one store per 4 bytes, plus
@@ -58,11 +58,12 @@ class GroupCost:
         )
 
 
-def group_cost(graph: StreamGraph, group: Sequence[int]) -> GroupCost:
-    """The added work of fusing `group` (operator indices, a chain in program order)."""
+def group_cost(graph: StreamGraph, group: Sequence[int], plan: Schedule | None = None) -> GroupCost:
+    """The added work of fusing `group` (operator indices, a chain in program order); `plan`:
+    its schedule, when already computed."""
     shifted = calls = reduces = 0
     shapes: set[tuple[int, int, int, int]] = set()
-    plan = schedule(graph, group)
+    plan = schedule(graph, group) if plan is None else plan
     for step in plan.steps:
         if isinstance(step, Shift):
             tensor = plan.buffer_tensors[step.layer - 1]  # the line buffer's tensor

@@ -466,8 +466,12 @@ def line_buffers(graph: StreamGraph, group: Sequence[int], plan: Schedule) -> li
     ]
 
 
-def group_scratch_bytes(graph: StreamGraph, group: Sequence[int]) -> tuple[int, list[LineBuffer]]:
-    plan = schedule(graph, group)
+def group_scratch_bytes(
+    graph: StreamGraph, group: Sequence[int], plan: Schedule | None = None
+) -> tuple[int, list[LineBuffer]]:
+    """The group's scratch bytes (line buffers and a reducer's sums) and its line buffers;
+    `plan`: its schedule, when already computed."""
+    plan = schedule(graph, group) if plan is None else plan
     buffers = line_buffers(graph, group, plan)
     accumulator = graph.operators[group[-1]].accumulator_bytes
     return sum(buffer.size_bytes for buffer in buffers) + accumulator, buffers

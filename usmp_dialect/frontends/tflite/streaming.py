@@ -413,13 +413,14 @@ def emit_group(importer: TfliteImporter, stream: StreamGraph, group: Group) -> N
         for index in (*plan.inputs, *plan.buffer_tensors)
     }
     reduced = ops[-1].inputs[0] if reducer is not None else None
+    channels_first = nchw_inputs(importer)  # NCHW inputs: rows along axis 2
     wiring = Wiring(
         tuple(types[index] for index in plan.inputs),
         tuple(types[index] for index in plan.buffer_tensors),
         reads[: len(layers)],
         writes[: len(layers)],
         plan.buffer_tensors.index(reduced) if reduced is not None else -1,
-        tuple(2 if index in nchw_inputs(importer) else 1 for index in plan.inputs),
+        tuple(2 if index in channels_first else 1 for index in plan.inputs),
     )
     name = importer.module.unique(group_name(stream, group))
     emitted = len(importer.module.functions)
