@@ -34,6 +34,7 @@ from usmp_dialect.frontends.tflite.ops.elementwise import (
     emit_unary,
 )
 from usmp_dialect.frontends.tflite.ops.fold import set_folded
+from usmp_dialect.frontends.tflite.ops.rearrange import remap_input
 from usmp_dialect.frontends.tflite.reader import Tensor
 from usmp_dialect.kernels.accumulate import QuantizedAddN, add_n, zeros
 from usmp_dialect.kernels.binary_math import FloorDivision
@@ -41,7 +42,7 @@ from usmp_dialect.kernels.embedding import embedding_lookup
 from usmp_dialect.kernels.fixed_point import quantize_multiplier
 from usmp_dialect.kernels.float_math import FloatMath
 from usmp_dialect.kernels.module import element_type, memref_of
-from usmp_dialect.kernels.rearrange import SourceAxis, remap
+from usmp_dialect.kernels.rearrange import SourceAxis
 
 INT32 = np.dtype(np.int32)
 INT64 = np.dtype(np.int64)
@@ -151,14 +152,7 @@ def _remap(context: OperatorContext, axes: list[SourceAxis]) -> None:
     dtype = require_types(context, source, output, allowed=_MOVED)
     if context.is_constant(0):
         raise context.fail("the input is a constant (a converter folds such operators)")
-    remap(
-        context.module,
-        context.name,
-        memref_of(source.shape, dtype),
-        memref_of(output.shape, dtype),
-        axes,
-    )
-    context.call([context.value(0)], [context.result()])
+    remap_input(context, dtype, axes)
 
 
 def _constant_integers(context: OperatorContext, position: int, what: str) -> list[int]:

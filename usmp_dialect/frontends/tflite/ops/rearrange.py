@@ -177,6 +177,13 @@ def mirror_pad(context: OperatorContext) -> None:
         SourceAxis(((d, 1),), -int(pads[d][0]), size, mirror=offset)
         for d, size in enumerate(source.shape)
     ]
+    remap_input(context, dtype, axes)
+
+
+def remap_input(context: OperatorContext, dtype: np.dtype, axes: list[SourceAxis]) -> None:
+    """Emits and calls the operator's function writing its output from input 0 through `axes`
+    (`kernels.rearrange.remap`, no padding)."""
+    source, output = context.tensor(0), context.tensor(0, output=True)
     remap(
         context.module,
         context.name,
