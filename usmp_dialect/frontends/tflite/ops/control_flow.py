@@ -1,0 +1,228 @@
+"""Control flow: IF and WHILE, which run other subgraphs of the model, as TFLM runs them
+(`kernels/if.cc`, `kernels/while.cc`), in `@main` as `scf.if` / `scf.while` (SPEC §9).
+
+A subgraph is imported by its own `TfliteImporter` (its `parent` the importer of the graph
+holding the operator), emitting into the same module and `@main`, at the operator's region:
+its operators are imported by their usual handlers (functions named `<op>_sg<k>_<index>`),
+its tensors are buffers allocated in the region, so the planner sees them live within one
+branch or one iteration only. Values cross the boundary by `memref.copy`, as TFLM copies them:
+
+* IF: the condition (input 0, one bool) is loaded; the active branch's inputs receive the
+  operator's other inputs, its outputs are copied into the operator's. TFLM's intermediate
+  copies (its subgraphs are planned apart and may overlap) are not needed: here every tensor
+  of every subgraph is a buffer of one plan.
+* WHILE: the operator's inputs are copied into its outputs (the loop variables); each turn
+  copies them into the condition subgraph's inputs and runs it (`scf.while`'s before
+  region: its output 0, one bool, decides), then into the body's inputs, runs the body and
+  copies its outputs back into the loop variables (the after region). The condition runs
+  once more than the body, as in TFLM.
+
+A constant operand of an IF is a constant of the branch (folded into it, never copied); a
+constant initial value of a WHILE's loop variable is copied from its `memref.global`. The
+operand and the subgraph tensor it meets must have one element type and element count (TFLM
+checks the bytes); shapes may differ (a view). The subgraphs' operators never stream (fused
+row streaming stays in subgraph 0, where the IF or WHILE is an opaque operator).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+from xdsl.builder import Builder
+from xdsl.dialects import memref, scf
+from xdsl.ir import Block, Region, SSAValue
+from xdsl.rewriter import InsertPoint
+
+from usmp_dialect.frontends.tflite.importer import (
+    KNOWN_ACTIVATION_TYPES,
+    OperatorContext,
+    TfliteImporter,
+    operator,
+)
+from usmp_dialect.frontends.tflite.reader import Graph, Operator, Tensor, branches
+
+
+def _child(context: OperatorContext, index: int) -> TfliteImporter:
+    """The importer of subgraph `index`, emitting at `@main`'s current insertion point."""
+    parent = context.importer
+    options = replace(parent.options, fuse="none")
+    child = TfliteImporter(parent.top.graph.subgraph(index), options, parent=parent)
+    child.main = parent.main
+    label = f"{context.op.opcode} {context.op.index}"
+    child.label = f"{parent.label} > {label}" if parent.label else label
+    return child
+
+
+def _check_pair(context: OperatorContext, ours: Tensor, theirs: Tensor, what: str) -> None:
+    """The operand `ours` and the subgraph tensor `theirs` hold the same bytes (TFLM's
+    check), and a loop variable keeps its shape."""
+    same_count = int(np.prod(ours.shape)) == int(np.prod(theirs.shape))
+    if ours.dtype != theirs.dtype or not same_count:
+        raise context.fail(
+            f"{what} {theirs.describe()} of type {theirs.dtype.name} shape {list(theirs.shape)} "
+            f"does not match {ours.describe()} of type {ours.dtype.name} shape "
+            f"{list(ours.shape)}"
+        )
+
+
+def _load_flag(context: OperatorContext, graph: Graph, value: SSAValue, tensor: Tensor) -> SSAValue:
+    """The one bool of `tensor` (TFLM reads `data.b[0]`), loaded from `value`."""
+    if tensor.dtype != np.dtype(np.bool_) or int(np.prod(tensor.shape)) != 1:
+        raise context.fail(
+            f"the condition {tensor.describe()} of subgraph {graph.index} must be one bool, "
+            f"not {tensor.dtype.name} of shape {list(tensor.shape)}"
+        )
+    main = context.importer.main
+    zero = main.index(0)
+    return main.insert(memref.LoadOp.get(value, [zero] * len(tensor.shape)))
+
+
+Source = SSAValue | np.ndarray  # an activation's buffer, or a constant's value
+
+
+def _inputs(
+    child: TfliteImporter, context: OperatorContext, sources: list[Source], operands: list[Tensor]
+) -> None:
+    """The subgraph's input buffers, allocated at the insertion point, receiving `sources`
+    (a constant's value is folded into the subgraph instead)."""
+    graph = child.graph
+    if len(graph.inputs) != len(operands):
+        raise context.fail(
+            f"subgraph {graph.index} has {len(graph.inputs)} inputs, the operator passes "
+            f"{len(operands)}"
+        )
+    for index, source, operand in zip(graph.inputs, sources, operands, strict=True):
+        tensor = graph.tensors[index]
+        _check_pair(context, operand, tensor, f"subgraph {graph.index}'s input")
+        if isinstance(source, np.ndarray):
+            child.folded[index] = source.reshape(tensor.shape)
+            continue
+        buffer = child.output_buffer(tensor)
+        child.main.insert(memref.CopyOp(child.reshaped(source, tensor.shape), buffer))
+
+
+def _output(child: TfliteImporter, context: OperatorContext, position: int) -> SSAValue:
+    """The buffer of the subgraph's output `position`, once its operators ran."""
+    graph = child.graph
+    index = graph.outputs[position]
+    if index in child.values:
+        return child.values[index]
+    tensor = graph.tensors[index]
+    value = child.constant_value(tensor)
+    if value is None:
+        raise context.fail(
+            f"no operator of subgraph {graph.index} writes its output {tensor.describe()}"
+        )
+    symbol = child.module.constant(child.names(tensor.name, "constant"), value)
+    return child.main.get_global(*symbol)
+
+
+def _outputs(
+    child: TfliteImporter, context: OperatorContext, targets: list[SSAValue], outputs: list[Tensor]
+) -> None:
+    graph = child.graph
+    if len(graph.outputs) != len(outputs):
+        raise context.fail(
+            f"subgraph {graph.index} has {len(graph.outputs)} outputs, the operator has "
+            f"{len(outputs)}"
+        )
+    sources = [_output(child, context, position) for position in range(len(outputs))]
+    for position, (source, target, output) in enumerate(
+        zip(sources, targets, outputs, strict=True)
+    ):
+        tensor = graph.tensors[graph.outputs[position]]
+        _check_pair(context, output, tensor, f"subgraph {graph.index}'s output")
+        child.main.insert(memref.CopyOp(child.reshaped(source, output.shape), target))
+
+
+def _operands(context: OperatorContext, positions: range) -> tuple[list[Source], list[Tensor]]:
+    """The inputs at `positions` (an activation's buffer or a constant's value) and their
+    tensors."""
+    values: list[Source] = []
+    tensors: list[Tensor] = []
+    for position in positions:
+        tensors.append(context.tensor(position))
+        constant = context.is_constant(position)
+        values.append(context.constant(position) if constant else context.value(position))
+    return values, tensors
+
+
+def _subgraphs(op: Operator) -> tuple[int, int]:
+    indices = branches(op)
+    assert indices is not None
+    return indices[0], indices[1]
+
+
+@operator("IF", types=KNOWN_ACTIVATION_TYPES)
+def if_(context: OperatorContext) -> None:
+    op, main = context.op, context.importer.main
+    condition = context.tensor(0)
+    if context.is_constant(0):
+        raise context.fail(f"the condition {condition.describe()} is a constant")
+    sources, operands = _operands(context, range(1, len(op.inputs)))
+    outputs = [context.tensor(position, output=True) for position in range(len(op.outputs))]
+    targets = [context.result(position) for position in range(len(op.outputs))]
+    flag = _load_flag(context, context.graph, context.value(0), condition)
+    regions: list[Region] = []
+    for index in _subgraphs(op):
+        block = Block()
+        saved = main.builder
+        main.builder = Builder(InsertPoint.at_end(block))
+        try:
+            child = _child(context, index)
+            _inputs(child, context, sources, operands)
+            child.emit_operators()
+            _outputs(child, context, targets, outputs)
+            main.insert(scf.YieldOp())
+        finally:
+            main.builder = saved
+        regions.append(Region(block))
+    main.insert(scf.IfOp(flag, [], regions[0], regions[1]))
+
+
+@operator("WHILE", types=KNOWN_ACTIVATION_TYPES)
+def while_(context: OperatorContext) -> None:
+    op, importer = context.op, context.importer
+    main = importer.main
+    count = len(op.inputs)
+    if len(op.outputs) != count:
+        raise context.fail(f"{count} inputs but {len(op.outputs)} outputs")
+    sources, operands = _operands(context, range(count))
+    outputs = [context.tensor(position, output=True) for position in range(count)]
+    for operand, output in zip(operands, outputs, strict=True):
+        if operand.shape != output.shape or operand.dtype != output.dtype:
+            raise context.fail(
+                f"the loop variable {output.describe()} changes shape or type: "
+                f"{operand.dtype.name} {list(operand.shape)} in, "
+                f"{output.dtype.name} {list(output.shape)} out"
+            )
+    # The loop variables: the operator's outputs, holding its inputs first.
+    variables = [context.result(position) for position in range(count)]
+    for source, operand, variable in zip(sources, operands, variables, strict=True):
+        if isinstance(source, np.ndarray):
+            symbol = importer.module.constant(importer.names(operand.name, "constant"), source)
+            source = main.get_global(*symbol)
+        main.insert(memref.CopyOp(importer.reshaped(source, operand.shape), variable))
+    cond_index, body_index = _subgraphs(op)
+    before, after = Block(), Block()
+    saved = main.builder
+    try:
+        main.builder = Builder(InsertPoint.at_end(before))
+        cond = _child(context, cond_index)
+        _inputs(cond, context, list(variables), outputs)
+        cond.emit_operators()
+        if not cond.graph.outputs:
+            raise context.fail(f"the condition subgraph {cond_index} has no output")
+        flag_tensor = cond.graph.tensors[cond.graph.outputs[0]]
+        flag = _load_flag(context, cond.graph, _output(cond, context, 0), flag_tensor)
+        main.insert(scf.ConditionOp(flag))
+        main.builder = Builder(InsertPoint.at_end(after))
+        body = _child(context, body_index)
+        _inputs(body, context, list(variables), outputs)
+        body.emit_operators()
+        _outputs(body, context, variables, outputs)
+        main.insert(scf.YieldOp())
+    finally:
+        main.builder = saved
+    main.insert(scf.WhileOp([], [], Region(before), Region(after)))
