@@ -56,13 +56,14 @@ def _child(context: OperatorContext, index: int) -> TfliteImporter:
 
 def _check_pair(context: OperatorContext, ours: Tensor, theirs: Tensor, what: str) -> None:
     """The operand `ours` and the subgraph tensor `theirs` hold the same bytes (TFLM's
-    check), and a loop variable keeps its shape."""
+    check: one element type and count; a loop variable keeps its type and size)."""
+    loop = context.op.opcode == "WHILE"
     same_count = int(np.prod(ours.shape)) == int(np.prod(theirs.shape))
     if ours.dtype != theirs.dtype or not same_count:
         raise context.fail(
             f"{what} {theirs.describe()} of type {theirs.dtype.name} shape {list(theirs.shape)} "
             f"does not match {ours.describe()} of type {ours.dtype.name} shape "
-            f"{list(ours.shape)}"
+            f"{list(ours.shape)}{' (a loop variable keeps its type and size)' if loop else ''}"
         )
 
 
@@ -119,8 +120,14 @@ def _output(child: TfliteImporter, context: OperatorContext, position: int) -> S
 
 
 def _outputs(
-    child: TfliteImporter, context: OperatorContext, targets: list[SSAValue], outputs: list[Tensor]
+    child: TfliteImporter,
+    context: OperatorContext,
+    targets: list[SSAValue],
+    outputs: list[Tensor],
+    what: str = "output",
 ) -> None:
+    """Copies the subgraph's outputs into `targets` (the operator's `outputs`); `what` names
+    them in errors."""
     graph = child.graph
     if len(graph.outputs) != len(outputs):
         raise context.fail(
@@ -132,7 +139,7 @@ def _outputs(
         zip(sources, targets, outputs, strict=True)
     ):
         tensor = graph.tensors[graph.outputs[position]]
-        _check_pair(context, output, tensor, f"subgraph {graph.index}'s output")
+        _check_pair(context, output, tensor, f"subgraph {graph.index}'s {what}")
         child.main.insert(memref.CopyOp(child.reshaped(source, output.shape), target))
 
 
@@ -221,7 +228,7 @@ def while_(context: OperatorContext) -> None:
         body = _child(context, body_index)
         _inputs(body, context, list(variables), outputs)
         body.emit_operators()
-        _outputs(body, context, variables, outputs)
+        _outputs(body, context, variables, outputs, "body output")
         main.insert(scf.YieldOp())
     finally:
         main.builder = saved
