@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -128,3 +129,25 @@ def test_refused_in_one_line(model: Callable[[], bytes], expected: str, tmp_path
     path = tmp_path / "model.tflite"
     path.write_bytes(model())
     assert_refused_in_one_line(path, expected)
+
+
+@needs_tflm
+@needs_gcc
+def test_usmp_validate_and_project(tmp_path: Path) -> None:
+    """`usmp-validate` passes on an IF (random conditions); the project target writes its
+    directory."""
+    path = tmp_path / "int8_if.tflite"
+    path.write_bytes(models.int8_if())
+    ran = subprocess.run(
+        [sys.executable, "-m", "usmp_dialect.tools.usmp_validate", str(path), "--inputs", "4"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    assert ran.stdout.rstrip().endswith("PASS")
+    pipeline = "usmp-import-memref,convert-linalg-to-loops,usmp"
+    project = tmp_path / "project"
+    made = run_usmp_opt(str(path), "-p", pipeline, "-t", "project", "-o", str(project))
+    assert made.returncode == 0, made.stderr
+    assert (project / "model.c").is_file() and (project / "model_plan.json").is_file()
