@@ -8,6 +8,9 @@ TensorFlow would use scalars (scalar tensors are not imported).
   bound n are float because int32 ADD is not imported; i starts from a constant).
 * `nested`: `float_while`'s loop whose body doubles x while `i < 2` and squares it after: an IF
   inside the WHILE body.
+* `variable_in_loop`: `float_while`'s loop whose body adds x to a resource variable `acc`
+  (VAR_HANDLE, READ_VARIABLE, ADD, ASSIGN_VARIABLE) each turn; `acc` starts as
+  [1, 2, 3, 4] (a CALL_ONCE init subgraph) and is read after the loop (the second output).
 * Refused: `while_changing_shape` (the body's output has another shape than its loop
   variable), `unreferenced_subgraph` (a subgraph nothing runs), `custom_in_branch` (an
   unsupported operator inside a branch).
@@ -16,6 +19,7 @@ TensorFlow would use scalars (scalar tensors are not imported).
 from __future__ import annotations
 
 import numpy as np
+import tflite
 
 from usmp_dialect.testing.tflite_writer import OperatorSpec, SubgraphSpec, TensorSpec, write_model
 
@@ -171,6 +175,57 @@ def nested() -> bytes:
     return _main_loop(body, [double, square], [1, 4])
 
 
+def variable_in_loop() -> bytes:
+    resource = tflite.TensorType.RESOURCE
+    tensors = [
+        TensorSpec("zero", F32, [1], np.array([0], F32)),
+        TensorSpec("x", F32, [1, 4]),
+        TensorSpec("n", F32, [1]),
+        TensorSpec("count", F32, [1]),
+        TensorSpec("y", F32, [1, 4]),
+        TensorSpec("n_out", F32, [1]),
+        TensorSpec("handle", np.int32, [], type_code=resource),
+        TensorSpec("acc", F32, [1, 4]),
+    ]
+    operators = [
+        OperatorSpec("CALL_ONCE", [], [], "CallOnceOptions", {"InitSubgraphIndex": 3}),
+        _while([0, 1, 2], [3, 4, 5], 1, 2),
+        OperatorSpec("VAR_HANDLE", [], [6], "VarHandleOptions", {"SharedName": "acc"}),
+        OperatorSpec("READ_VARIABLE", [6], [7]),
+    ]
+    body = SubgraphSpec(
+        [
+            *_loop_tensors(),
+            TensorSpec("one", F32, [1], np.array([1], F32)),
+            TensorSpec("i1", F32, [1]),
+            TensorSpec("handle", np.int32, [], type_code=resource),
+            TensorSpec("read", F32, [1, 4]),
+            TensorSpec("sum", F32, [1, 4]),
+        ],
+        [
+            OperatorSpec("ADD", [0, 3], [4], "AddOptions"),
+            OperatorSpec("VAR_HANDLE", [], [5], "VarHandleOptions", {"SharedName": "acc"}),
+            OperatorSpec("READ_VARIABLE", [5], [6]),
+            OperatorSpec("ADD", [6, 1], [7], "AddOptions"),
+            OperatorSpec("ASSIGN_VARIABLE", [5, 7], []),
+        ],
+        [0, 1, 2],
+        [4, 1, 2],
+    )
+    init = SubgraphSpec(
+        [
+            TensorSpec("handle", np.int32, [], type_code=resource),
+            TensorSpec("value", F32, [1, 4], np.array([[1, 2, 3, 4]], F32)),
+        ],
+        [
+            OperatorSpec("VAR_HANDLE", [], [0], "VarHandleOptions", {"SharedName": "acc"}),
+            OperatorSpec("ASSIGN_VARIABLE", [0, 1], []),
+        ],
+    )
+    more = [_cond(), body, init]
+    return write_model(tensors, operators, [1, 2], [3, 7], more_subgraphs=more)
+
+
 def while_changing_shape() -> bytes:
     """The body concatenates x with itself: its output x has 8 elements, the loop variable 4."""
     body = SubgraphSpec(
@@ -220,4 +275,5 @@ MODELS = {
     "float_if": float_if,
     "float_while": float_while,
     "nested": nested,
+    "variable_in_loop": variable_in_loop,
 }
