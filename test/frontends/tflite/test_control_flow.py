@@ -16,8 +16,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from xdsl.context import Context
 
+from usmp_dialect.analysis.buffer_info import extract_buffer_info
 from usmp_dialect.frontends.tflite.importer import import_tflite
+from usmp_dialect.passes.import_memref import UsmpImportMemrefPass
 from usmp_dialect.testing import control_flow_models as models
 from usmp_dialect.testing import tflm
 from usmp_dialect.testing.harness import strict_flags
@@ -106,6 +109,23 @@ def test_subgraph_functions_and_regions() -> None:
     main = text[text.index("func.func @main") :]
     assert main.index("scf.while") < main.index("scf.condition") < main.index("scf.if")
     assert 'usmp.operator = {type = "WHILE 0 > IF 2 > MUL"' in text
+
+
+def test_liveness_of_loop_variables_and_branches() -> None:
+    """The buffer analysis on the imported nested model: a loop variable allocated before the
+    WHILE (`n_out`) is live for the whole loop, every subgraph buffer within it (one turn);
+    the IF's then-branch buffers (`a`, `b`) end before the else-branch's begin."""
+    module = import_tflite(models.nested(), "nested.tflite")
+    UsmpImportMemrefPass().apply(Context(), module)
+    buffers = [b for b in extract_buffer_info(module).buffers if b.kind == "intermediate"]
+    (loop,) = [b.live for b in buffers if b.tensor == "n_out"]
+    assert len(loop) == 1
+    for buffer in (b for b in buffers if b.tensor != "n_out"):
+        ((start, stop),) = buffer.live
+        assert loop[0][0] < start and stop <= loop[0][1], buffer
+    then = [b.live[0] for b in buffers if b.tensor in ("a", "b")][:2]
+    other = [b.live[0] for b in buffers if b.tensor in ("a", "b")][2:]
+    assert len(other) == 2 and max(stop for _, stop in then) <= min(start for start, _ in other)
 
 
 def test_analyze_labels_subgraph_operators(tmp_path: Path) -> None:
