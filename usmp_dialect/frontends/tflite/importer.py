@@ -112,6 +112,8 @@ class OperatorContext:
         return self.importer.options
 
     def where(self) -> str:
+        if self.graph.index:  # an operator of a control-flow subgraph
+            return f"{self.op.opcode} (operator {self.op.index} of subgraph {self.graph.index})"
         return f"{self.op.opcode} (operator {self.op.index})"
 
     def fail(self, problem: str) -> ModelImportError:
