@@ -19,6 +19,7 @@ import pytest
 from xdsl.context import Context
 
 from usmp_dialect.analysis.buffer_info import extract_buffer_info
+from usmp_dialect.frontends.options import ImportOptions
 from usmp_dialect.frontends.tflite.importer import import_tflite
 from usmp_dialect.passes.import_memref import UsmpImportMemrefPass
 from usmp_dialect.testing import control_flow_models as models
@@ -111,11 +112,29 @@ def test_subgraph_functions_and_regions() -> None:
     assert 'usmp.operator = {type = "WHILE 0 > IF 2 > MUL"' in text
 
 
+def test_subgraph_inputs_and_if_outputs_without_copies() -> None:
+    """With in-place operators (the default), a subgraph input nothing in the subgraph writes
+    is its operand's buffer (no copy: the condition's inputs, the body's `i` and `x`, the IF's
+    `a`), and an IF branch's operator writes its output straight into the IF's output `x1`;
+    the WHILE body's outputs are still copied back (its loop variables are read while it
+    runs), and so is `n`, which the body passes through."""
+    text = str(import_tflite(models.nested(), "nested.tflite"))
+    main = text[text.index("func.func @main") :]
+    assert "func.call @less_sg1_0(%count, %n_out, %go)" in main
+    assert "func.call @add_sg2_0(%count, %i1)" in main
+    assert 'usmp.tensor = "a"' not in main and 'usmp.tensor = "b"' not in main
+    assert '"memref.copy"(%n_out, %n_1)' in main
+    for copied in ('"memref.copy"(%i1, %count)', '"memref.copy"(%x1, %y)'):
+        assert copied in main
+
+
 def test_liveness_of_loop_variables_and_branches() -> None:
     """The buffer analysis on the imported nested model: a loop variable allocated before the
     WHILE (`n_out`) is live for the whole loop, every subgraph buffer within it (one turn);
-    the IF's then-branch buffers (`a`, `b`) end before the else-branch's begin."""
-    module = import_tflite(models.nested(), "nested.tflite")
+    the IF's then-branch buffers (`a`, `b`) end before the else-branch's begin. Without
+    in-place operators, every input and output of a subgraph is a buffer and a copy."""
+    options = ImportOptions(in_place="none")
+    module = import_tflite(models.nested(), "nested.tflite", options)
     UsmpImportMemrefPass().apply(Context(), module)
     buffers = [b for b in extract_buffer_info(module).buffers if b.kind == "intermediate"]
     (loop,) = [b.live for b in buffers if b.tensor == "n_out"]

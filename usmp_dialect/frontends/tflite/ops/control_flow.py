@@ -83,11 +83,23 @@ Source = SSAValue | np.ndarray  # an activation's buffer, or a constant's value
 
 
 def _inputs(
-    child: TfliteImporter, context: OperatorContext, sources: list[Source], operands: list[Tensor]
+    child: TfliteImporter,
+    context: OperatorContext,
+    sources: list[Source],
+    operands: list[Tensor],
+    read_back: bool = False,
 ) -> None:
-    """The subgraph's input buffers, allocated at the insertion point, receiving `sources`
-    (a constant's value is folded into the subgraph instead)."""
+    """The subgraph's inputs, receiving `sources`: a constant's value is folded into the
+    subgraph; an input no operator of the subgraph writes is the source itself (a view, no
+    copy: nothing writes the source while the subgraph runs, and the subgraph's in-place
+    operators never write over a buffer it did not allocate); any other input is a buffer
+    allocated at the insertion point and a copy. `read_back`: the subgraph's outputs are
+    copied into the sources after it ran (a WHILE body), so an input that is also an output
+    is copied too (a later copy back could read a source already overwritten)."""
     graph = child.graph
+    written = {index for op in graph.operators for index in op.outputs}
+    if read_back:
+        written.update(graph.outputs)
     if len(graph.inputs) != len(operands):
         raise context.fail(
             f"subgraph {graph.index} has {len(graph.inputs)} inputs, the operator passes "
@@ -99,8 +111,26 @@ def _inputs(
         if isinstance(source, np.ndarray):
             child.folded[index] = source.reshape(tensor.shape)
             continue
+        if index not in written and child.options.in_place != "none":
+            child.values[index] = child.reshaped(source, tensor.shape)
+            continue
         buffer = child.output_buffer(tensor)
         child.main.insert(memref.CopyOp(child.reshaped(source, tensor.shape), buffer))
+
+
+def _write_into(child: TfliteImporter, targets: list[SSAValue]) -> None:
+    """An IF branch's operators write each output straight into the IF's output buffer (a
+    view, no copy) when an operator of the branch produces it: nothing in the branch reads
+    that buffer (it is the IF's fresh output), and its in-place operators never write over a
+    buffer the branch did not allocate. (A WHILE body may not: its loop variables are still
+    read while it runs.) An operator choosing to write in place elsewhere leaves a copy."""
+    graph = child.graph
+    if child.options.in_place == "none":
+        return
+    produced = {index for op in graph.operators for index in op.outputs}
+    for index, target in zip(graph.outputs, targets, strict=False):
+        if index in produced and index not in graph.inputs and index not in child._early:
+            child._early[index] = child.reshaped(target, graph.tensors[index].shape)
 
 
 def _output(child: TfliteImporter, context: OperatorContext, position: int) -> SSAValue:
@@ -140,6 +170,10 @@ def _outputs(
     ):
         tensor = graph.tensors[graph.outputs[position]]
         _check_pair(context, output, tensor, f"subgraph {graph.index}'s {what}")
+        if source is child._early.get(tensor.index) and position == graph.outputs.index(
+            tensor.index
+        ):
+            continue  # written there by its operator (`_write_into`)
         child.main.insert(memref.CopyOp(child.reshaped(source, output.shape), target))
 
 
@@ -179,6 +213,7 @@ def if_(context: OperatorContext) -> None:
         try:
             child = _child(context, index)
             _inputs(child, context, sources, operands)
+            _write_into(child, targets)
             child.emit_operators()
             _outputs(child, context, targets, outputs)
             main.insert(scf.YieldOp())
@@ -226,7 +261,7 @@ def while_(context: OperatorContext) -> None:
         main.insert(scf.ConditionOp(flag))
         main.builder = Builder(InsertPoint.at_end(after))
         body = _child(context, body_index)
-        _inputs(body, context, list(variables), outputs)
+        _inputs(body, context, list(variables), outputs, read_back=True)
         body.emit_operators()
         _outputs(body, context, variables, outputs, "body output")
         main.insert(scf.YieldOp())
