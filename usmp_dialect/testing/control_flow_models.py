@@ -4,6 +4,8 @@ TensorFlow would use scalars (scalar tensors are not imported).
 
 * `int8_if`: `y = cond ? x + x : CONV_2D(x)` (int8, the branches requantise differently).
 * `float_if`: `y = cond ? x + [1, 2, 3, 4] : x * x` (float32; the then branch's constant).
+* `if_in_line`: an IF on a constant condition (false: `y = x * x`) and an IF running one
+  subgraph either way (`z = relu(x)`): each runs one branch, in line.
 * `float_while`: `i = 0; while (i < n) { i += 1; x += x }` (float32: i and the data-dependent
   bound n are float because int32 ADD is not imported; i starts from a constant).
 * `nested`: `float_while`'s loop whose body doubles x while `i < 2` and squares it after: an IF
@@ -99,6 +101,37 @@ def float_if() -> bytes:
         [1],
     )
     return write_model(tensors, [_if(0, [1], [2], 1, 2)], [0, 1], [2], more_subgraphs=[then, other])
+
+
+def if_in_line() -> bytes:
+    tensors = [
+        TensorSpec("cond", np.bool_, [1]),
+        TensorSpec("x", F32, [1, 4]),
+        TensorSpec("y", F32, [1, 4]),
+        TensorSpec("z", F32, [1, 4]),
+        TensorSpec("no", np.bool_, [1], np.array([False])),
+    ]
+    then = SubgraphSpec(
+        [TensorSpec("a", F32, [1, 4]), TensorSpec("b", F32, [1, 4])],
+        [OperatorSpec("ADD", [0, 0], [1], "AddOptions")],
+        [0],
+        [1],
+    )
+    other = SubgraphSpec(
+        [TensorSpec("a", F32, [1, 4]), TensorSpec("b", F32, [1, 4])],
+        [OperatorSpec("MUL", [0, 0], [1], "MulOptions")],
+        [0],
+        [1],
+    )
+    either = SubgraphSpec(
+        [TensorSpec("a", F32, [1, 4]), TensorSpec("b", F32, [1, 4])],
+        [OperatorSpec("RELU", [0], [1])],
+        [0],
+        [1],
+    )
+    operators = [_if(4, [1], [2], 1, 2), _if(0, [1], [3], 3, 3)]
+    more = [then, other, either]
+    return write_model(tensors, operators, [0, 1], [2, 3], more_subgraphs=more)
 
 
 def _loop_tensors() -> list[TensorSpec]:
@@ -273,6 +306,7 @@ def custom_in_branch() -> bytes:
 MODELS = {
     "int8_if": int8_if,
     "float_if": float_if,
+    "if_in_line": if_in_line,
     "float_while": float_while,
     "nested": nested,
     "variable_in_loop": variable_in_loop,

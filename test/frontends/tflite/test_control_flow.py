@@ -37,6 +37,7 @@ needs_gcc = pytest.mark.skipif(shutil.which("gcc") is None, reason="gcc is not i
 CASES: dict[str, list[dict[str, np.ndarray]]] = {
     "int8_if": [{"cond": np.array([True])}, {"cond": np.array([False])}],
     "float_if": [{"cond": np.array([True])}, {"cond": np.array([False])}],
+    "if_in_line": [{"cond": np.array([True])}, {"cond": np.array([False])}],
     # n: no turn, one, four, six (i counts 0, 1, 2, ...; the loop stops at i >= n)
     "float_while": [{"n": np.array([value], np.float32)} for value in (-1.0, 0.5, 3.2, 6.0)],
     # nested: doubles x while i < 2, squares it after
@@ -67,7 +68,9 @@ def _compare(name: str, directory: Path, sanitize: bool = False) -> None:
 
 @needs_tflm
 @needs_gcc
-@pytest.mark.parametrize("name", ["int8_if", "float_if", "float_while", "variable_in_loop"])
+@pytest.mark.parametrize(
+    "name", ["int8_if", "float_if", "if_in_line", "float_while", "variable_in_loop"]
+)
 def test_matches_tflm(name: str, tmp_path: Path) -> None:
     _compare(name, tmp_path / name)
 
@@ -126,6 +129,15 @@ def test_subgraph_inputs_and_if_outputs_without_copies() -> None:
     assert '"memref.copy"(%n_out, %n_1)' in main
     for copied in ('"memref.copy"(%i1, %count)', '"memref.copy"(%x1, %y)'):
         assert copied in main
+
+
+def test_if_in_line() -> None:
+    """A constant condition runs its branch in line, as does an IF whose branches are one
+    subgraph: no `scf.if`, the other branch's operators not imported."""
+    text = str(import_tflite(models.if_in_line(), "if_in_line.tflite"))
+    assert "scf.if" not in text
+    assert "func.func @mul_sg2_0(" in text and "func.func @relu_sg3_0(" in text
+    assert "@add_sg1_0" not in text
 
 
 def test_liveness_of_loop_variables_and_branches() -> None:

@@ -317,7 +317,7 @@ def _control_flow_subgraphs(model: Any, data: bytes, graph: Graph, path: str) ->
             if indices is None:
                 continue
             where = f"{op.opcode} (operator {op.index} of subgraph {current.index})"
-            for index in indices:
+            for index in dict.fromkeys(indices):  # an IF may run one subgraph either way
                 if not 0 <= index < model.SubgraphsLength():
                     raise ModelImportError(f"{where} runs the missing subgraph {index}")
                 if index == 0 or index in runner:

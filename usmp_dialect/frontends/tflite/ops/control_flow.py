@@ -195,27 +195,48 @@ def _subgraphs(op: Operator) -> tuple[int, int]:
     return indices[0], indices[1]
 
 
+def _branch(
+    context: OperatorContext,
+    index: int,
+    sources: list[Source],
+    operands: list[Tensor],
+    targets: list[SSAValue],
+    outputs: list[Tensor],
+) -> None:
+    """Runs IF branch `index` at `@main`'s insertion point."""
+    child = _child(context, index)
+    _inputs(child, context, sources, operands)
+    _write_into(child, targets)
+    child.emit_operators()
+    _outputs(child, context, targets, outputs)
+
+
 @operator("IF", types=KNOWN_ACTIVATION_TYPES)
 def if_(context: OperatorContext) -> None:
+    """`scf.if` on the loaded condition; a constant condition, or one subgraph for both
+    branches, runs the one branch that can run in line."""
     op, main = context.op, context.importer.main
-    condition = context.tensor(0)
-    if context.is_constant(0):
-        raise context.fail(f"the condition {condition.describe()} is a constant")
+    then, other = _subgraphs(op)
     sources, operands = _operands(context, range(1, len(op.inputs)))
     outputs = [context.tensor(position, output=True) for position in range(len(op.outputs))]
     targets = [context.result(position) for position in range(len(op.outputs))]
+    condition = context.tensor(0)
+    if context.is_constant(0) or then == other:
+        if context.is_constant(0):
+            value = context.constant(0)
+            if value.dtype != np.dtype(np.bool_) or value.size != 1:
+                raise context.fail(f"the condition {condition.describe()} must be one bool")
+            then = then if bool(value.reshape(-1)[0]) else other
+        _branch(context, then, sources, operands, targets, outputs)
+        return
     flag = _load_flag(context, context.graph, context.value(0), condition)
     regions: list[Region] = []
-    for index in _subgraphs(op):
+    for index in (then, other):
         block = Block()
         saved = main.builder
         main.builder = Builder(InsertPoint.at_end(block))
         try:
-            child = _child(context, index)
-            _inputs(child, context, sources, operands)
-            _write_into(child, targets)
-            child.emit_operators()
-            _outputs(child, context, targets, outputs)
+            _branch(context, index, sources, operands, targets, outputs)
             main.insert(scf.YieldOp())
         finally:
             main.builder = saved
