@@ -1,6 +1,6 @@
 """Small TFLite models with control flow (IF, WHILE) for the tests, written with
 `tflite_writer`: what `tf.cond` and `tf.while_loop` export, on tensors of one element where
-TensorFlow would use scalars (scalar tensors are not imported).
+TensorFlow would use scalars, except `scalar_loop` (scalars as TensorFlow writes them).
 
 * `int8_if`: `y = cond ? x + x : CONV_2D(x)` (int8, the branches requantise differently).
 * `float_if`: `y = cond ? x + [1, 2, 3, 4] : x * x` (float32; the then branch's constant).
@@ -13,6 +13,9 @@ TensorFlow would use scalars (scalar tensors are not imported).
 * `variable_in_loop`: `float_while`'s loop whose body adds x to a resource variable `acc`
   (VAR_HANDLE, READ_VARIABLE, ADD, ASSIGN_VARIABLE) each turn; `acc` starts as
   [1, 2, 3, 4] (a CALL_ONCE init subgraph) and is read after the loop (the second output).
+* `scalar_loop`: as TensorFlow exports a loop: scalar (rank-0) counter, bound and predicates;
+  `i = 0; while (i < n) { i += 1; x = sum(x) > 0 ? x * 0.5 : x + x }` (the IF nested in the
+  body, on a scalar SUM compared with a scalar).
 * Refused: `while_changing_shape` (the body's output has another shape than its loop
   variable), `unreferenced_subgraph` (a subgraph nothing runs), `custom_in_branch` (an
   unsupported operator inside a branch).
@@ -259,6 +262,65 @@ def variable_in_loop() -> bytes:
     return write_model(tensors, operators, [1, 2], [3, 7], more_subgraphs=more)
 
 
+def scalar_loop() -> bytes:
+    def loop() -> list[TensorSpec]:
+        return [TensorSpec("i", F32, []), TensorSpec("x", F32, [1, 4]), TensorSpec("n", F32, [])]
+
+    tensors = [
+        TensorSpec("zero", F32, [], np.array(0, F32)),
+        TensorSpec("x", F32, [1, 4]),
+        TensorSpec("n", F32, []),
+        TensorSpec("count", F32, []),
+        TensorSpec("y", F32, [1, 4]),
+        TensorSpec("n_out", F32, []),
+    ]
+    cond = SubgraphSpec(
+        [*loop(), TensorSpec("go", np.bool_, [])],
+        [OperatorSpec("LESS", [0, 2], [3])],
+        [0, 1, 2],
+        [3],
+    )
+    body = SubgraphSpec(
+        [
+            *loop(),
+            TensorSpec("one", F32, [], np.array(1, F32)),
+            TensorSpec("i1", F32, []),
+            TensorSpec("axes", np.int32, [2], np.array([0, 1], np.int32)),
+            TensorSpec("total", F32, []),
+            TensorSpec("zero", F32, [], np.array(0, F32)),
+            TensorSpec("positive", np.bool_, []),
+            TensorSpec("x1", F32, [1, 4]),
+        ],
+        [
+            OperatorSpec("ADD", [0, 3], [4], "AddOptions"),
+            OperatorSpec("SUM", [1, 5], [6], "ReducerOptions", {"KeepDims": False}),
+            OperatorSpec("GREATER", [6, 7], [8]),
+            _if(8, [1], [9], 3, 4),
+        ],
+        [0, 1, 2],
+        [4, 9, 2],
+    )
+    half = SubgraphSpec(
+        [
+            TensorSpec("a", F32, [1, 4]),
+            TensorSpec("half", F32, [], np.array(0.5, F32)),
+            TensorSpec("b", F32, [1, 4]),
+        ],
+        [OperatorSpec("MUL", [0, 1], [2], "MulOptions")],
+        [0],
+        [2],
+    )
+    double = SubgraphSpec(
+        [TensorSpec("a", F32, [1, 4]), TensorSpec("b", F32, [1, 4])],
+        [OperatorSpec("ADD", [0, 0], [1], "AddOptions")],
+        [0],
+        [1],
+    )
+    operators = [_while([0, 1, 2], [3, 4, 5], 1, 2)]
+    more = [cond, body, half, double]
+    return write_model(tensors, operators, [1, 2], [3, 4], more_subgraphs=more)
+
+
 def while_changing_shape() -> bytes:
     """The body concatenates x with itself: its output x has 8 elements, the loop variable 4."""
     body = SubgraphSpec(
@@ -310,4 +372,5 @@ MODELS = {
     "float_while": float_while,
     "nested": nested,
     "variable_in_loop": variable_in_loop,
+    "scalar_loop": scalar_loop,
 }

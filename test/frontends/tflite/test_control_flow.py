@@ -1,7 +1,8 @@
 """IF and WHILE (TFLite control flow, `ops/control_flow.py`) against TensorFlow Lite Micro: an
 int8 IF whose branches compute differently (ADD, CONV_2D), a float IF, a float WHILE running a
 data-dependent number of turns (none too), an IF nested in a WHILE body, a resource variable
-updated in a WHILE body (initialised by CALL_ONCE), each with both condition values; the
+updated in a WHILE body (initialised by CALL_ONCE), a loop on scalars as TensorFlow exports
+it, each with both condition values; the
 compiled C (the default pipeline: fused streaming, in-place operators, memory-aware order)
 byte for byte against TFLM, one under ASan/UBSan, the C clean under the strict warning set;
 the refusals in one line and the operator report's labels."""
@@ -44,6 +45,8 @@ CASES: dict[str, list[dict[str, np.ndarray]]] = {
     "nested": [{"n": np.array([value], np.float32)} for value in (0.0, 1.0, 2.0, 4.5)],
     # acc += x each turn, from the CALL_ONCE value [1, 2, 3, 4]
     "variable_in_loop": [{"n": np.array([value], np.float32)} for value in (0.0, 3.0)],
+    # scalar n (ours a one-element vector), the body's IF on a scalar predicate
+    "scalar_loop": [{"n": np.array([value], np.float32)} for value in (0.0, 2.5, 6.0)],
 }
 
 
@@ -69,7 +72,8 @@ def _compare(name: str, directory: Path, sanitize: bool = False) -> None:
 @needs_tflm
 @needs_gcc
 @pytest.mark.parametrize(
-    "name", ["int8_if", "float_if", "if_in_line", "float_while", "variable_in_loop"]
+    "name",
+    ["int8_if", "float_if", "if_in_line", "float_while", "variable_in_loop", "scalar_loop"],
 )
 def test_matches_tflm(name: str, tmp_path: Path) -> None:
     _compare(name, tmp_path / name)

@@ -15,7 +15,7 @@ unsupported construct at once.
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -264,6 +264,12 @@ def read_graph(data: bytes, path: str) -> Graph:
         for index in indices:
             if not 0 <= index < len(tensors):
                 raise ModelImportError(f"{path}: the model {kind} names a missing tensor {index}")
+    if subgraphs:  # control flow: its conditions and counters are scalars
+        tensors = _scalars_as_vectors(tensors)
+        subgraphs = {
+            index: replace(subgraph, tensors=_scalars_as_vectors(subgraph.tensors))
+            for index, subgraph in subgraphs.items()
+        }
     return Graph(
         path,
         tensors,
@@ -272,6 +278,23 @@ def read_graph(data: bytes, path: str) -> Graph:
         outputs,
         init_subgraphs,
         subgraphs=tuple(sorted(subgraphs.items())),
+    )
+
+
+def _scalars_as_vectors(tensors: tuple[Tensor, ...]) -> tuple[Tensor, ...]:
+    """The scalar (rank-0) activations of a model with control flow seen as vectors of one
+    element: `tf.cond`'s predicate and `tf.while_loop`'s counters are scalars, which the
+    importer does not take (a rank-0 memref); one element broadcasts as a scalar does, and its
+    byte is the same. Constants, variables and resources keep their shape. Only models with
+    control flow: the others import exactly as before."""
+    return tuple(
+        replace(tensor, shape=(1,))
+        if tensor.shape == ()
+        and tensor.data is None
+        and not tensor.variable
+        and tensor.dtype != UNREADABLE
+        else tensor
+        for tensor in tensors
     )
 
 

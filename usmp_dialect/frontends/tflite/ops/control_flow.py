@@ -254,7 +254,8 @@ def while_(context: OperatorContext) -> None:
     sources, operands = _operands(context, range(count))
     outputs = [context.tensor(position, output=True) for position in range(count)]
     for operand, output in zip(operands, outputs, strict=True):
-        if operand.shape != output.shape or operand.dtype != output.dtype:
+        same_count = int(np.prod(operand.shape)) == int(np.prod(output.shape))
+        if not same_count or operand.dtype != output.dtype:
             raise context.fail(
                 f"the loop variable {output.describe()} changes shape or type: "
                 f"{operand.dtype.name} {list(operand.shape)} in, "
@@ -262,11 +263,13 @@ def while_(context: OperatorContext) -> None:
             )
     # The loop variables: the operator's outputs, holding its inputs first.
     variables = [context.result(position) for position in range(count)]
-    for source, operand, variable in zip(sources, operands, variables, strict=True):
+    for source, operand, output, variable in zip(
+        sources, operands, outputs, variables, strict=True
+    ):
         if isinstance(source, np.ndarray):
             symbol = importer.module.constant(importer.names(operand.name, "constant"), source)
             source = main.get_global(*symbol)
-        main.insert(memref.CopyOp(importer.reshaped(source, operand.shape), variable))
+        main.insert(memref.CopyOp(importer.reshaped(source, output.shape), variable))
     cond_index, body_index = _subgraphs(op)
     before, after = Block(), Block()
     saved = main.builder
