@@ -590,6 +590,16 @@ class TfliteImporter:
             raise context.fail(f"{tensor.describe()} is a constant where an activation is expected")
         raise context.fail(f"{tensor.describe()} is read before any operator writes it")
 
+    def place(self, index: int, value: SSAValue) -> None:
+        """Tensor `index` is written into `value` by its operator (an IF branch's output
+        straight into the IF's output buffer, `ops/control_flow.py`); `value` has no storage
+        record, so no in-place operator writes over it."""
+        self._early[index] = value
+
+    def placed(self, index: int) -> SSAValue | None:
+        """The buffer `place` gave tensor `index`, if any."""
+        return self._early.get(index)
+
     def output_buffer(self, tensor: Tensor) -> SSAValue:
         """The buffer an operator writes `tensor` into: the entry argument of a model output,
         otherwise a new `memref.alloc`."""

@@ -5,7 +5,8 @@ A subgraph is imported by its own `TfliteImporter` (its `parent` the importer of
 holding the operator), emitting into the same module and `@main`, at the operator's region:
 its operators are imported by their usual handlers (functions named `<op>_sg<k>_<index>`),
 its tensors are buffers allocated in the region, so the planner sees them live within one
-branch or one iteration only. Values cross the boundary by `memref.copy`, as TFLM copies them:
+branch or one iteration only. Values cross the boundary by `memref.copy`, as TFLM copies them
+(but where a copy provably changes nothing, below):
 
 * IF: the condition (input 0, one bool) is loaded; the active branch's inputs receive the
   operator's other inputs, its outputs are copied into the operator's. TFLM's intermediate
@@ -17,6 +18,10 @@ branch or one iteration only. Values cross the boundary by `memref.copy`, as TFL
   copies its outputs back into the loop variables (the after region). The condition runs
   once more than the body, as in TFLM.
 
+Copies left out (with in-place operators, `--in-place` not `none`): a subgraph input no
+operator of the subgraph writes (nor, in a WHILE body, one of its outputs) is its operand's
+buffer; an IF branch's operator writes the branch's output straight into the IF's output.
+An IF on a constant condition, or running one subgraph either way, runs that branch in line.
 A constant operand of an IF is a constant of the branch (folded into it, never copied); a
 constant initial value of a WHILE's loop variable is copied from its `memref.global`. The
 operand and the subgraph tensor it meets must have one element type and element count (TFLM
@@ -129,8 +134,8 @@ def _write_into(child: TfliteImporter, targets: list[SSAValue]) -> None:
         return
     produced = {index for op in graph.operators for index in op.outputs}
     for index, target in zip(graph.outputs, targets, strict=False):
-        if index in produced and index not in graph.inputs and index not in child._early:
-            child._early[index] = child.reshaped(target, graph.tensors[index].shape)
+        if index in produced and index not in graph.inputs and child.placed(index) is None:
+            child.place(index, child.reshaped(target, graph.tensors[index].shape))
 
 
 def _output(child: TfliteImporter, context: OperatorContext, position: int) -> SSAValue:
@@ -170,9 +175,7 @@ def _outputs(
     ):
         tensor = graph.tensors[graph.outputs[position]]
         _check_pair(context, output, tensor, f"subgraph {graph.index}'s {what}")
-        if source is child._early.get(tensor.index) and position == graph.outputs.index(
-            tensor.index
-        ):
+        if source is child.placed(tensor.index) and position == graph.outputs.index(tensor.index):
             continue  # written there by its operator (`_write_into`)
         child.main.insert(memref.CopyOp(child.reshaped(source, output.shape), target))
 
