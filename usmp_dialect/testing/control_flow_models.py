@@ -13,6 +13,8 @@ TensorFlow would use scalars, except `scalar_loop` (scalars as TensorFlow writes
 * `variable_in_loop`: `float_while`'s loop whose body adds x to a resource variable `acc`
   (VAR_HANDLE, READ_VARIABLE, ADD, ASSIGN_VARIABLE) each turn; `acc` starts as
   [1, 2, 3, 4] (a CALL_ONCE init subgraph) and is read after the loop (the second output).
+* `swap_loop`: a body swapping two loop variables through RESHAPEs (its outputs are views of
+  its inputs): `while (i < n) { i += 1; (p, q) = (q, p) }`.
 * `scalar_loop`: as TensorFlow exports a loop: scalar (rank-0) counter, bound and predicates;
   `i = 0; while (i < n) { i += 1; x = sum(x) > 0 ? x * 0.5 : x + x }` (the IF nested in the
   body, on a scalar SUM compared with a scalar).
@@ -262,6 +264,52 @@ def variable_in_loop() -> bytes:
     return write_model(tensors, operators, [1, 2], [3, 7], more_subgraphs=more)
 
 
+def swap_loop() -> bytes:
+    def loop() -> list[TensorSpec]:
+        return [
+            TensorSpec("i", F32, [1]),
+            TensorSpec("p", F32, [1, 4]),
+            TensorSpec("q", F32, [1, 4]),
+            TensorSpec("n", F32, [1]),
+        ]
+
+    tensors = [
+        TensorSpec("zero", F32, [1], np.array([0], F32)),
+        TensorSpec("p", F32, [1, 4]),
+        TensorSpec("q", F32, [1, 4]),
+        TensorSpec("n", F32, [1]),
+        TensorSpec("count", F32, [1]),
+        TensorSpec("p_out", F32, [1, 4]),
+        TensorSpec("q_out", F32, [1, 4]),
+        TensorSpec("n_out", F32, [1]),
+    ]
+    cond = SubgraphSpec(
+        [*loop(), TensorSpec("go", np.bool_, [1])],
+        [OperatorSpec("LESS", [0, 3], [4])],
+        [0, 1, 2, 3],
+        [4],
+    )
+    body = SubgraphSpec(
+        [
+            *loop(),
+            TensorSpec("one", F32, [1], np.array([1], F32)),
+            TensorSpec("i1", F32, [1]),
+            TensorSpec("shape", np.int32, [2], np.array([1, 4], np.int32)),
+            TensorSpec("p1", F32, [1, 4]),
+            TensorSpec("q1", F32, [1, 4]),
+        ],
+        [
+            OperatorSpec("ADD", [0, 4], [5], "AddOptions"),
+            OperatorSpec("RESHAPE", [2, 6], [7]),
+            OperatorSpec("RESHAPE", [1, 6], [8]),
+        ],
+        [0, 1, 2, 3],
+        [5, 7, 8, 3],
+    )
+    operators = [_while([0, 1, 2, 3], [4, 5, 6, 7], 1, 2)]
+    return write_model(tensors, operators, [1, 2, 3], [4, 5, 6], more_subgraphs=[cond, body])
+
+
 def scalar_loop() -> bytes:
     def loop() -> list[TensorSpec]:
         return [TensorSpec("i", F32, []), TensorSpec("x", F32, [1, 4]), TensorSpec("n", F32, [])]
@@ -373,4 +421,5 @@ MODELS = {
     "nested": nested,
     "variable_in_loop": variable_in_loop,
     "scalar_loop": scalar_loop,
+    "swap_loop": swap_loop,
 }

@@ -47,6 +47,8 @@ CASES: dict[str, list[dict[str, np.ndarray]]] = {
     "variable_in_loop": [{"n": np.array([value], np.float32)} for value in (0.0, 3.0)],
     # scalar n (ours a one-element vector), the body's IF on a scalar predicate
     "scalar_loop": [{"n": np.array([value], np.float32)} for value in (0.0, 2.5, 6.0)],
+    # an odd and an even number of swaps
+    "swap_loop": [{"n": np.array([value], np.float32)} for value in (1.0, 2.0)],
 }
 
 
@@ -73,7 +75,15 @@ def _compare(name: str, directory: Path, sanitize: bool = False) -> None:
 @needs_gcc
 @pytest.mark.parametrize(
     "name",
-    ["int8_if", "float_if", "if_in_line", "float_while", "variable_in_loop", "scalar_loop"],
+    [
+        "int8_if",
+        "float_if",
+        "if_in_line",
+        "float_while",
+        "variable_in_loop",
+        "scalar_loop",
+        "swap_loop",
+    ],
 )
 def test_matches_tflm(name: str, tmp_path: Path) -> None:
     _compare(name, tmp_path / name)

@@ -36,9 +36,12 @@ from dataclasses import replace
 import numpy as np
 from xdsl.builder import Builder
 from xdsl.dialects import memref, scf
-from xdsl.ir import Block, Region, SSAValue
+from xdsl.dialects.builtin import StringAttr
+from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.rewriter import InsertPoint
 
+from usmp_dialect.analysis.buffer_info import ALIAS_OPS
+from usmp_dialect.dialects.usmp import TENSOR_ATTRIBUTE
 from usmp_dialect.frontends.tflite.importer import (
     KNOWN_ACTIVATION_TYPES,
     OperatorContext,
@@ -162,7 +165,9 @@ def _outputs(
     what: str = "output",
 ) -> None:
     """Copies the subgraph's outputs into `targets` (the operator's `outputs`); `what` names
-    them in errors."""
+    them in errors. An output that is a view of a target (a WHILE body's RESHAPE of an input
+    that is its loop variable's buffer) is first copied aside: an earlier copy may overwrite
+    that target (a body swapping two loop variables)."""
     graph = child.graph
     if len(graph.outputs) != len(outputs):
         raise context.fail(
@@ -170,6 +175,20 @@ def _outputs(
             f"{len(outputs)}"
         )
     sources = [_output(child, context, position) for position in range(len(outputs))]
+    roots = {_root(target) for target in targets}
+    for position, source in enumerate(sources):
+        placed = source is child.placed(graph.outputs[position])
+        if _root(source) in roots and source not in targets[position : position + 1] and not placed:
+            aside = memref.AllocOp([], [], source.type)
+            aside.attributes[TENSOR_ATTRIBUTE] = StringAttr(
+                graph.tensors[graph.outputs[position]].name
+            )
+            child.main.insert(aside)
+            aside.memref.name_hint = child.names(
+                f"{graph.tensors[graph.outputs[position]].name}_aside"
+            )
+            child.main.insert(memref.CopyOp(source, aside.memref))
+            sources[position] = aside.memref
     for position, (source, target, output) in enumerate(
         zip(sources, targets, outputs, strict=True)
     ):
@@ -178,6 +197,13 @@ def _outputs(
         if source is child.placed(tensor.index) and position == graph.outputs.index(tensor.index):
             continue  # written there by its operator (`_write_into`)
         child.main.insert(memref.CopyOp(child.reshaped(source, output.shape), target))
+
+
+def _root(value: SSAValue) -> SSAValue:
+    """The buffer `value` views (through reshapes, casts and views), or `value` itself."""
+    while isinstance(value.owner, Operation) and value.owner.name in ALIAS_OPS:
+        value = value.owner.operands[0]
+    return value
 
 
 def _operands(context: OperatorContext, positions: range) -> tuple[list[Source], list[Tensor]]:
