@@ -65,8 +65,12 @@ def run(model: bytes, inputs: Sequence[np.ndarray], output_count: int) -> list[n
 
 
 def run_with(tflm, inputs: Sequence[np.ndarray], output_count: int) -> list[np.ndarray]:
-    """Runs an existing interpreter once on `inputs`."""
+    """Runs an existing interpreter once on `inputs` (each seen with the model's shape of the
+    input: a scalar input of a model with control flow is a one-element vector of ours)."""
     for index, value in enumerate(inputs):
+        shape = tuple(int(d) for d in tflm.get_input_details(index)["shape"])
+        if value.size == int(np.prod(shape)):
+            value = np.ascontiguousarray(value).reshape(shape)
         tflm.set_input(value, index)
     tflm.invoke()
     return [np.array(tflm.get_output(index)) for index in range(output_count)]

@@ -70,6 +70,8 @@ from usmp_dialect.kernels.module import (
 from usmp_dialect.tools.progress import progress
 
 ACTIVATION_TYPES = (np.dtype(np.int8), np.dtype(np.float32))
+# The operators that run subgraphs (`ops/control_flow.py`).
+CONTROL_FLOW = ("IF", "WHILE")
 # Every activation type some operator computes with: int16 is TFLite's 16x8 quantisation
 # (int16 activations with zero point 0, int8 weights, int64 biases), registered per operator.
 INT16_ACTIVATION_TYPES = (np.dtype(np.int8), np.dtype(np.int16), np.dtype(np.float32))
@@ -101,14 +103,17 @@ class OperatorContext:
 
     @property
     def name(self) -> str:
-        """The operator function's symbol, `<op>_<index>` (e.g. `conv_2d_0`)."""
-        return f"{self.op.opcode.lower()}_{self.op.index}"
+        """The operator function's symbol, `<op>_<index>` (e.g. `conv_2d_0`); in subgraph
+        `k` > 0 (control flow) `<op>_sg<k>_<index>` (e.g. `add_sg2_0`)."""
+        return function_name(self.graph, self.op)
 
     @property
     def options(self) -> ImportOptions:
         return self.importer.options
 
     def where(self) -> str:
+        if self.graph.index:  # an operator of a control-flow subgraph
+            return f"{self.op.opcode} (operator {self.op.index} of subgraph {self.graph.index})"
         return f"{self.op.opcode} (operator {self.op.index})"
 
     def fail(self, problem: str) -> ModelImportError:
@@ -226,6 +231,13 @@ def operator(
     return register
 
 
+def function_name(graph: Graph, op: Operator) -> str:
+    """See `OperatorContext.name`."""
+    if graph.index:
+        return f"{op.opcode.lower()}_sg{graph.index}_{op.index}"
+    return f"{op.opcode.lower()}_{op.index}"
+
+
 def _operator_kind(op: Operator) -> str:
     if op.opcode == "CUSTOM":
         return f"operator CUSTOM '{op.custom_code}'"
@@ -278,13 +290,21 @@ def unsupported(graph: Graph) -> list[Finding]:
                     check(graph.tensors[index], op, allowed)
         if folded:
             constant.update(op.outputs)
-    for index in (*graph.inputs, *graph.outputs):  # entry arguments, whoever reads them
+    # Entry arguments, whoever reads them (a subgraph's inputs and outputs are its IF's or
+    # WHILE's, checked there and against them by the control-flow handlers).
+    for index in (*graph.inputs, *graph.outputs) if not graph.index else ():
         if index in checked or index in constant:
             continue
         touching = [op for op in graph.operators if index in (*op.inputs, *op.outputs)]
         for op in touching or [None]:
             check(graph.tensors[index], op, KNOWN_ACTIVATION_TYPES)
-    return operators + options + types
+    findings = operators + options + types
+    for index, subgraph in graph.subgraphs:  # control flow: what its subgraphs run
+        findings += [
+            Finding(f"{finding.kind} in subgraph {index}", finding.operator, tensor=finding.tensor)
+            for finding in unsupported(subgraph)
+        ]
+    return findings
 
 
 class TfliteImporter:
@@ -294,19 +314,26 @@ class TfliteImporter:
         options: ImportOptions | None = None,
         depthwise: frozenset[int] = frozenset(),
         lowest: bool = False,
+        parent: TfliteImporter | None = None,
     ) -> None:
         self.graph = graph
         self.options = options or ImportOptions()
+        # The importer of the graph whose IF or WHILE runs this subgraph (control flow,
+        # `ops/control_flow.py`): this one emits into the same module and `@main`.
+        self.parent = parent
+        self.top: TfliteImporter = parent.top if parent is not None else self
         self.fuse = self.options.fuse  # "rows": fused row streaming where it lowers the peak
         # With a size hint: the groups reaching the lowest peak rather than the cheapest that
         # fit (`import_graph` retries so when the program misses the hint).
         self.lowest = lowest
         self.stream_fits = True  # whether the chosen groups' peak fits the size hint
-        self.module = ModelModule()
-        self.names = TensorNames()  # short SSA names / C identifiers of the tensors
+        self.module = parent.module if parent is not None else ModelModule()
+        # Short SSA names / C identifiers of the tensors (of every subgraph: one `@main`).
+        self.names = parent.names if parent is not None else TensorNames()
         self.folded: dict[int, np.ndarray] = {}
         self.values: dict[int, SSAValue] = {}
-        self.states: dict[object, SSAValue] = {}  # state buffers by variable (state_buffer)
+        # State buffers by variable (state_buffer), of every subgraph.
+        self.states: dict[object, SSAValue] = parent.states if parent is not None else {}
         # Resource variables (ops/variables.py): VAR_HANDLE's output tensor -> the variable's
         # (container, shared name).
         self.resources: dict[int, tuple[str, str]] = {}
@@ -333,6 +360,9 @@ class TfliteImporter:
         # but do not (the candidates `import_graph` chooses among).
         self.depthwise = depthwise
         self.depthwise_candidates: list[int] = []
+        # A subgraph's operators' report label prefix: the control flow running it, e.g.
+        # `IF 3` or `WHILE 1 > IF 0` (set by `ops/control_flow.py`).
+        self.label = ""
 
     def _plan_concat_slices(self) -> dict[int, tuple[int, int]]:
         """Which CONCATENATION / PACK inputs are written straight into their slice (module
@@ -506,7 +536,8 @@ class TfliteImporter:
         default is the tensor's index. Element types: any the C backend prints (int8, int16,
         int32, float32, ...), not only activation types.
         """
-        key = tensor.index if key is None else key
+        if key is None:
+            key = (self.graph.index, tensor.index) if self.graph.index else tensor.index
         if key in self.states:
             return self.states[key]
         if initial is None:
@@ -558,6 +589,16 @@ class TfliteImporter:
         if self.constant_value(tensor) is not None:
             raise context.fail(f"{tensor.describe()} is a constant where an activation is expected")
         raise context.fail(f"{tensor.describe()} is read before any operator writes it")
+
+    def place(self, index: int, value: SSAValue) -> None:
+        """Tensor `index` is written into `value` by its operator (an IF branch's output
+        straight into the IF's output buffer, `ops/control_flow.py`); `value` has no storage
+        record, so no in-place operator writes over it."""
+        self._early[index] = value
+
+    def placed(self, index: int) -> SSAValue | None:
+        """The buffer `place` gave tensor `index`, if any."""
+        return self._early.get(index)
 
     def output_buffer(self, tensor: Tensor) -> SSAValue:
         """The buffer an operator writes `tensor` into: the entry argument of a model output,
@@ -734,13 +775,16 @@ class TfliteImporter:
             self.values[index] = self._arguments[index]
         return op
 
-    def run(self) -> ModuleOp:
+    def emit_operators(self) -> None:
+        """Emits the graph's operators at `self.main`'s insertion point, in execution order.
+        The functions of a subgraph's operators are marked with their type prefixed by the
+        control flow running them (e.g. `WHILE 1 > ADD`: `analysis.operators`' reports)."""
         graph = self.graph
-        report(graph.path, unsupported(graph))
-        entry = self._entry()
         starts, fused = self._fused_groups()
         for op in graph.operators:
-            progress(f"importing operator {op.index + 1}/{len(graph.operators)} ({op.opcode})")
+            if not graph.index:
+                count = len(graph.operators)
+                progress(f"importing operator {op.index + 1}/{count} ({op.opcode})")
             if op.index in starts:
                 from usmp_dialect.frontends.tflite.streaming import emit_group
 
@@ -750,9 +794,17 @@ class TfliteImporter:
                 continue
             emitted = len(self.module.functions)
             OPERATORS[op.opcode](OperatorContext(self, op))
-            facts = OperatorFacts(op.opcode, op.index, operator_macs(graph, op))
-            mark_operator(self.module.functions[emitted:], facts)
+            if op.opcode not in CONTROL_FLOW:  # its subgraphs' importers marked theirs
+                label = f"{self.label} > {op.opcode}" if self.label else op.opcode
+                facts = OperatorFacts(label, op.index, operator_macs(graph, op))
+                mark_operator(self.module.functions[emitted:], facts)
             self._place_strided()
+
+    def run(self) -> ModuleOp:
+        graph = self.graph
+        report(graph.path, unsupported(graph))
+        entry = self._entry()
+        self.emit_operators()
         for index in graph.outputs:
             if index not in self.values or self.values[index] is not self._arguments[index]:
                 tensor = graph.tensors[index]

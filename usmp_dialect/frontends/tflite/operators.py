@@ -31,14 +31,21 @@ TFLM_BUILTINS = (
 )  # fmt: skip
 
 FOLDED = "constants only (folded at import)"
+CONTROL_FLOW = "control flow: runs its subgraphs (any operator above; bool condition)"
 
 
 def tflite_support() -> dict[str, str]:
     """TFLite opcode -> what the TFLite importer computes it with (`int8, float32`; `int8,
-    float32 -> int32` when its outputs' types differ from its inputs'; or `FOLDED`), for every
-    registered operator."""
+    float32 -> int32` when its outputs' types differ from its inputs'; `FOLDED`; or
+    `CONTROL_FLOW` for IF and WHILE), for every registered operator."""
     from usmp_dialect.frontends.tflite import ops  # noqa: F401  (registers the handlers)
-    from usmp_dialect.frontends.tflite.importer import ACTIVATION_TYPES_OF, OUTPUT_TYPES_OF
+    from usmp_dialect.frontends.tflite.importer import (
+        ACTIVATION_TYPES_OF,
+        OUTPUT_TYPES_OF,
+    )
+    from usmp_dialect.frontends.tflite.importer import (
+        CONTROL_FLOW as CONTROL_FLOW_OPERATORS,
+    )
 
     def names(types: tuple) -> str:
         return ", ".join(dtype.name for dtype in types)
@@ -46,7 +53,9 @@ def tflite_support() -> dict[str, str]:
     support = {}
     for opcode, types in sorted(ACTIVATION_TYPES_OF.items()):
         text = names(types) if types else FOLDED
-        if opcode in OUTPUT_TYPES_OF:
+        if opcode in CONTROL_FLOW_OPERATORS:
+            text = CONTROL_FLOW
+        elif opcode in OUTPUT_TYPES_OF:
             text += f" -> {names(OUTPUT_TYPES_OF[opcode])}"
         support[opcode] = text
     return support

@@ -4,16 +4,18 @@ Only what the importer needs is kept: subgraph 0's tensors (shape, element type,
 constant data as numpy arrays over the file's bytes), its operators in execution order with
 their builtin options table, and its inputs and outputs. Everything a model can get wrong at
 this level — not a TFLite file, malformed or truncated (`verify.verify_model` checks every
-offset first), several subgraphs, dynamic shapes — is a `ModelImportError` naming the file and
-the tensor or operator. Tensor types we cannot read (COMPLEX64, STRING, ...) and custom
-operators are kept as they are (`UNREADABLE`, `Operator.custom_code`): the importer's scan
-reports them with every other unsupported construct at once.
+offset first), a subgraph no operator runs, dynamic shapes — is a `ModelImportError` naming the
+file and the tensor or operator. The subgraphs IF and WHILE operators run (control flow, nested
+too) are read along with subgraph 0 (`Graph.subgraphs`), as are CALL_ONCE's init subgraphs.
+Tensor types we cannot read (COMPLEX64, STRING, ...) and custom operators are kept as they are
+(`UNREADABLE`, `Operator.custom_code`): the importer's scan reports them with every other
+unsupported construct at once.
 """
 
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -117,7 +119,7 @@ class Operator:
 
 @dataclass(frozen=True, eq=False)
 class Graph:
-    """Subgraph 0 of a TFLite model."""
+    """Subgraph 0 of a TFLite model (or, `index` > 0, one of the subgraphs it runs)."""
 
     path: str
     tensors: tuple[Tensor, ...]
@@ -126,10 +128,19 @@ class Graph:
     outputs: tuple[int, ...]
     init_subgraphs: tuple[tuple[int, Graph], ...] = ()
     """The subgraphs subgraph 0's CALL_ONCE operators run (resource variables' initial
-    values), by subgraph index; a model with other subgraphs (control flow) is refused."""
+    values), by subgraph index."""
+    index: int = 0
+    subgraphs: tuple[tuple[int, Graph], ...] = ()
+    """Subgraph 0's: every subgraph an IF or WHILE operator runs (the branches, conditions and
+    bodies, those of nested control flow too), by subgraph index; each is run by exactly one
+    operator. A model with a subgraph nothing runs is refused."""
 
     def init_subgraph(self, index: int) -> Graph | None:
         return dict(self.init_subgraphs).get(index)
+
+    def subgraph(self, index: int) -> Graph:
+        """The control-flow subgraph `index` (`subgraphs`)."""
+        return dict(self.subgraphs)[index]
 
 
 def _quantization(raw: Any) -> Quantization | None:
@@ -223,12 +234,18 @@ def read_graph(data: bytes, path: str) -> Graph:
         model = tflite.Model.GetRootAs(data, 0)
         graph = _subgraph(model, data, 0, path)
         init = _init_subgraph_indices(graph)
-        if model.SubgraphsLength() != 1 and init != set(range(1, model.SubgraphsLength())):
-            raise ModelImportError(
-                f"{path}: the model has {model.SubgraphsLength()} subgraphs; only models "
-                "with one subgraph (no control flow; CALL_ONCE init subgraphs aside) are "
-                "supported"
-            )
+        count = model.SubgraphsLength()
+        for index in init:
+            if not 0 < index < count:
+                raise ModelImportError(f"CALL_ONCE runs the missing subgraph {index}")
+        subgraphs = _control_flow_subgraphs(model, data, graph, path)
+        for index in range(1, count):
+            if index not in init and index not in subgraphs:
+                raise ModelImportError(
+                    f"subgraph {index} is run by no IF, WHILE or CALL_ONCE operator; only "
+                    "the subgraphs of control flow and resource variables' init subgraphs are "
+                    "supported besides subgraph 0"
+                )
         inputs, outputs = graph.inputs, graph.outputs
         tensors = graph.tensors
         init_subgraphs = tuple((i, _subgraph(model, data, i, path)) for i in sorted(init))
@@ -247,7 +264,38 @@ def read_graph(data: bytes, path: str) -> Graph:
         for index in indices:
             if not 0 <= index < len(tensors):
                 raise ModelImportError(f"{path}: the model {kind} names a missing tensor {index}")
-    return Graph(path, tensors, graph.operators, inputs, outputs, init_subgraphs)
+    if subgraphs:  # control flow: its conditions and counters are scalars
+        tensors = _scalars_as_vectors(tensors)
+        subgraphs = {
+            index: replace(subgraph, tensors=_scalars_as_vectors(subgraph.tensors))
+            for index, subgraph in subgraphs.items()
+        }
+    return Graph(
+        path,
+        tensors,
+        graph.operators,
+        inputs,
+        outputs,
+        init_subgraphs,
+        subgraphs=tuple(sorted(subgraphs.items())),
+    )
+
+
+def _scalars_as_vectors(tensors: tuple[Tensor, ...]) -> tuple[Tensor, ...]:
+    """The scalar (rank-0) activations of a model with control flow seen as vectors of one
+    element: `tf.cond`'s predicate and `tf.while_loop`'s counters are scalars, which the
+    importer does not take (a rank-0 memref); one element broadcasts as a scalar does, and its
+    byte is the same. Constants, variables and resources keep their shape. Only models with
+    control flow: the others import exactly as before."""
+    return tuple(
+        replace(tensor, shape=(1,))
+        if tensor.shape == ()
+        and tensor.data is None
+        and not tensor.variable
+        and tensor.dtype != UNREADABLE
+        else tensor
+        for tensor in tensors
+    )
 
 
 def _subgraph(model: Any, data: bytes, index: int, path: str) -> Graph:
@@ -259,7 +307,53 @@ def _subgraph(model: Any, data: bytes, index: int, path: str) -> Graph:
     )
     inputs = tuple(int(t) for t in subgraph.InputsAsNumpy()) if subgraph.InputsLength() else ()
     outputs = tuple(int(t) for t in subgraph.OutputsAsNumpy()) if subgraph.OutputsLength() else ()
-    return Graph(path, tensors, operators, inputs, outputs)
+    return Graph(path, tensors, operators, inputs, outputs, index=index)
+
+
+def branches(op: Operator) -> tuple[int, ...] | None:
+    """The subgraphs an IF (then, else) or WHILE (cond, body) operator runs; None for other
+    operators. Raises when a control-flow operator has no options."""
+    if op.opcode == "IF":
+        options = op.option(tflite.IfOptions)
+        if options is None:
+            raise ModelImportError(f"IF (operator {op.index}) has no IfOptions")
+        return (options.ThenSubgraphIndex(), options.ElseSubgraphIndex())
+    if op.opcode == "WHILE":
+        options = op.option(tflite.WhileOptions)
+        if options is None:
+            raise ModelImportError(f"WHILE (operator {op.index}) has no WhileOptions")
+        return (options.CondSubgraphIndex(), options.BodySubgraphIndex())
+    return None
+
+
+def _control_flow_subgraphs(model: Any, data: bytes, graph: Graph, path: str) -> dict[int, Graph]:
+    """Every subgraph the IF and WHILE operators of `graph` run, and of those subgraphs in
+    turn, by index. A subgraph run by two operators (or recursively) is refused: each is
+    imported once, into the region of its operator."""
+    found: dict[int, Graph] = {}
+    runner: dict[int, str] = {}
+    pending = [graph]
+    while pending:
+        current = pending.pop()
+        for op in current.operators:
+            indices = branches(op)
+            if indices is None:
+                continue
+            where = f"{op.opcode} (operator {op.index} of subgraph {current.index})"
+            for index in dict.fromkeys(indices):  # an IF may run one subgraph either way
+                if not 0 <= index < model.SubgraphsLength():
+                    raise ModelImportError(f"{where} runs the missing subgraph {index}")
+                if index == 0 or index in runner:
+                    raise ModelImportError(
+                        f"{where} runs subgraph {index}, which "
+                        f"{runner.get(index, 'the model')} runs too; "
+                        "a subgraph run by several operators (or recursively) is not supported"
+                    )
+                runner[index] = where
+                subgraph = _subgraph(model, data, index, path)
+                found[index] = subgraph
+                pending.append(subgraph)
+    return found
 
 
 def _init_subgraph_indices(graph: Graph) -> set[int]:

@@ -79,7 +79,7 @@ def _variable(context: OperatorContext, tensor: Tensor) -> object:
     key = importer.resources[handle]
     if tensor.dtype not in VARIABLE_TYPES or not tensor.shape:
         raise context.fail(f"a variable of {tensor.describe()} is not supported")
-    initial = init_values(context.graph).get(key)
+    initial = init_values(importer.top.graph).get(key)  # subgraph 0 runs CALL_ONCE
     if initial is not None and (
         initial.dtype != tensor.dtype or initial.size != int(np.prod(tensor.shape))
     ):
