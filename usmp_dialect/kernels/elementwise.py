@@ -1,4 +1,5 @@
-"""Elementwise kernels: binary ADD, SUB, MUL with NumPy broadcasting (int8, int16 and float32),
+"""Elementwise kernels: binary ADD, SUB, MUL with NumPy broadcasting (int8, int16, int32 and
+float32),
 and unary QUANTIZE, DEQUANTIZE, int8/int16 requantisation, table lookups, float LOGISTIC /
 TANH, int16 LOGISTIC / TANH (`int16_activation`) and int16 RELU, RELU6 and ABS. Integer
 results are clamped to their output's type and range (int16: TFLite's 16x8 kernels, the same
@@ -135,7 +136,19 @@ class FloatBinary:
     activation: FloatActivation
 
 
-BinaryArithmetic = QuantizedAdd | QuantizedMul | FloatBinary | BinaryMath | LogicArithmetic
+@dataclass(frozen=True)
+class IntegerBinary:
+    """int32 ADD, SUB or MUL (`reference_ops::Add`, `Sub`, `Mul` on `int32_t`): wrapping
+    around on overflow as TFLM does on two's complement machines, clamped to the fused
+    activation's [low, high] when there is one."""
+
+    operation: str  # "add", "sub" or "mul"
+    bounds: tuple[int, int] | None = None
+
+
+BinaryArithmetic = (
+    QuantizedAdd | QuantizedMul | FloatBinary | IntegerBinary | BinaryMath | LogicArithmetic
+)
 
 
 @dataclass(frozen=True)
@@ -152,6 +165,10 @@ def _combine(
 ) -> Value:
     if isinstance(arithmetic, LogicArithmetic):  # a bool result (kernels.logic)
         return emit_logic(kernel, arithmetic, x, y)
+    if isinstance(arithmetic, IntegerBinary):
+        operation = {"add": kernel.add, "sub": kernel.sub, "mul": kernel.mul}[arithmetic.operation]
+        result = operation(x, y)
+        return result if arithmetic.bounds is None else kernel.clamp(result, *arithmetic.bounds)
     if not isinstance(arithmetic, QuantizedAdd | QuantizedMul | FloatBinary):
         return emit_binary_math(kernel, arithmetic, x, y)
     if isinstance(arithmetic, FloatBinary):

@@ -98,3 +98,100 @@ def int16_parts() -> dict[str, ModelSpec]:
 
 def test_int16_operators_match_tflm_under_the_sanitizers(tmp_path: Path) -> None:
     assert_all_match(int16_parts(), tmp_path, sanitize=True)
+
+
+def joined(opcode: str, dtype: type, count: int = 2) -> ModelSpec:
+    """CONCATENATION along axis 1 or PACK along axis 0 of `count` [2, 3] inputs."""
+    shapes = {"CONCATENATION": (2, 3 * count), "PACK": (count, 2, 3)}
+    tensors = [tensor(f"x{k}", dtype, (2, 3)) for k in range(count)]
+    tensors.append(tensor("y", dtype, shapes[opcode]))
+    options, fields = (
+        ("ConcatenationOptions", {"Axis": 1})
+        if opcode == "CONCATENATION"
+        else ("PackOptions", {"ValuesCount": count, "Axis": 0})
+    )
+    op = OperatorSpec(opcode, list(range(count)), [count], options, fields)
+    return ModelSpec(tensors, [op], list(range(count)), [count])
+
+
+def moved(dtype: type) -> dict[str, ModelSpec]:
+    """UNPACK, SPLIT, SPLIT_V, SLICE, STRIDED_SLICE, PAD and PADV2 of one [3, 4] input."""
+    x = tensor("x", dtype, (3, 4))
+    padded = tensor("y", dtype, (4, 7))
+    pad_value = TensorSpec("v", dtype, (1,), data=np.array([-7], dtype=dtype))
+    split_outputs = [tensor("a", dtype, (3, 1)), tensor("b", dtype, (3, 3))]
+    sliced = tensor("y", dtype, (2, 2))
+    return {
+        "unpack": ModelSpec(
+            [x, *(tensor(f"y{k}", dtype, (4,)) for k in range(3))],
+            [OperatorSpec("UNPACK", [0], [1, 2, 3], "UnpackOptions", {"Num": 3, "Axis": 0})],
+            [0],
+            [1, 2, 3],
+        ),
+        "split": ModelSpec(
+            [ints("axis", [1]), x, tensor("a", dtype, (3, 2)), tensor("b", dtype, (3, 2))],
+            [OperatorSpec("SPLIT", [0, 1], [2, 3], "SplitOptions", {"NumSplits": 2})],
+            [1],
+            [2, 3],
+        ),
+        "split_v": ModelSpec(
+            [x, ints("sizes", [1, 3]), ints("axis", [1]), *split_outputs],
+            [OperatorSpec("SPLIT_V", [0, 1, 2], [3, 4], "SplitVOptions", {"NumSplits": 2})],
+            [0],
+            [3, 4],
+        ),
+        "slice": ModelSpec(
+            [x, ints("begin", [1, 1]), ints("size", [2, 3]), tensor("y", dtype, (2, 3))],
+            [OperatorSpec("SLICE", [0, 1, 2], [3])],
+            [0],
+            [3],
+        ),
+        "strided_slice": ModelSpec(
+            [x, ints("begin", [2, 3]), ints("end", [0, 0]), ints("strides", [-1, -2]), sliced],
+            [OperatorSpec("STRIDED_SLICE", [0, 1, 2, 3], [4], "StridedSliceOptions", {})],
+            [0],
+            [4],
+        ),
+        "pad": ModelSpec(
+            [x, ints("paddings", [[1, 0], [2, 1]]), padded],
+            [OperatorSpec("PAD", [0, 1], [2])],
+            [0],
+            [2],
+        ),
+        "padv2": ModelSpec(
+            [x, ints("paddings", [[0, 1], [1, 2]]), padded, pad_value],
+            [OperatorSpec("PADV2", [0, 1, 3], [2])],
+            [0],
+            [2],
+        ),
+    }
+
+
+def int32_parts() -> dict[str, ModelSpec]:
+    i32, i64 = np.int32, np.int64
+    arithmetic = {
+        f"{opcode.lower()}_{name}": binary(opcode, i32, rhs=rhs, options=options, activation=act)
+        for opcode, options in (("ADD", "AddOptions"), ("SUB", "SubOptions"), ("MUL", "MulOptions"))
+        for name, rhs, act in (
+            ("plain", (2, 3, 4), NONE),
+            ("relu", (1, 3, 1), RELU),
+            ("relu6", (2, 1, 4), RELU6),
+        )
+    }
+    return {
+        **arithmetic,
+        "maximum_int32": binary("MAXIMUM", i32),
+        "minimum_int32": binary("MINIMUM", i32, rhs=(1, 1, 4)),
+        "maximum_int64": binary("MAXIMUM", i64, rhs=(2, 3, 1)),
+        "minimum_int64": binary("MINIMUM", i64),
+        "squared_difference_int32": binary("SQUARED_DIFFERENCE", i32, rhs=(1, 3, 4)),
+        "concatenation_int32": joined("CONCATENATION", i32),
+        "concatenation_int64": joined("CONCATENATION", i64, 3),
+        "pack_int32": joined("PACK", i32, 3),
+        "pack_int64": joined("PACK", i64),
+        **{f"{name}_int32": part for name, part in moved(i32).items()},
+    }
+
+
+def test_int32_and_int64_operators_match_tflm_under_the_sanitizers(tmp_path: Path) -> None:
+    assert_all_match(int32_parts(), tmp_path, sanitize=True)

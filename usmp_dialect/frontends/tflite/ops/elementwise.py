@@ -1,11 +1,15 @@
-"""Elementwise operators: ADD, SUB, MUL (int8, int16 and float32, NumPy broadcasting, fused
-activations, a constant input read from a global), QUANTIZE (float32 -> int8/int16, and between
-int8 and int16 either way), DEQUANTIZE (int8/int16 -> float32), LOGISTIC and TANH (float32, int8
-through a table computed at import with TFLite's integer algorithm, and int16 as TFLite's
-interpolated `sigmoid_table_uint16`, `kernels.int16_activation`).
+"""Elementwise operators: ADD, SUB, MUL (int8, int16, int32 and float32, NumPy broadcasting,
+fused activations, a constant input read from a global), QUANTIZE (float32 -> int8/int16, and
+between int8 and int16 either way), DEQUANTIZE (int8/int16 -> float32), LOGISTIC and TANH
+(float32, int8 through a table computed at import with TFLite's integer algorithm, and int16 as
+TFLite's interpolated `sigmoid_table_uint16`, `kernels.int16_activation`).
 
 int16 ADD and SUB are TFLM's general int16 path: the arithmetic of int8 with the inputs shifted
-left by 15 instead of 20 (`CalculateOpDataAdd`: `left_shift = output is int16 ? 15 : 20`)."""
+left by 15 instead of 20 (`CalculateOpDataAdd`: `left_shift = output is int16 ? 15 : 20`).
+int32 ADD, SUB and MUL wrap around on overflow (what TFLM's `int32_t` arithmetic gives on
+two's complement machines); TFLM's int32 ADD ignores its fused activation (`EvalAdd` sets the
+whole int32 range), SUB and MUL clamp to it (`CalculateActivationRange<int32_t>`), and so
+does the import."""
 
 from __future__ import annotations
 
@@ -23,6 +27,7 @@ from usmp_dialect.frontends.tflite.ops.common import (
     FLOAT32,
     INT8,
     INT16,
+    INT32,
     activation_bounds,
     dequantized,
     float_activation,
@@ -40,6 +45,7 @@ from usmp_dialect.kernels.elementwise import (
     Dequantize,
     FloatBinary,
     FloatFunction,
+    IntegerBinary,
     Lookup,
     Operand,
     Quantize,
@@ -57,6 +63,14 @@ from usmp_dialect.kernels.int16_activation import int16_activation
 from usmp_dialect.kernels.module import element_type, memref_of
 
 _OPTIONS = {"ADD": tflite.AddOptions, "SUB": tflite.SubOptions, "MUL": tflite.MulOptions}
+_ARITHMETIC_TYPES = (*INT16_ACTIVATION_TYPES, INT32)
+# `CalculateActivationRange<int32_t>` of each fused activation
+_INT32_BOUNDS = {
+    "NONE": None,
+    "RELU": (0, 2**31 - 1),
+    "RELU_N1_TO_1": (-1, 1),
+    "RELU6": (0, 6),
+}
 
 
 def _per_tensor(context: OperatorContext, tensor: Tensor) -> Quantization:
@@ -125,14 +139,14 @@ def _quantized_mul(context: OperatorContext, activation: str) -> QuantizedMul:
     )
 
 
-@operator("ADD", "SUB", "MUL", types=INT16_ACTIVATION_TYPES, supports=supported_fused_activation)
+@operator("ADD", "SUB", "MUL", types=_ARITHMETIC_TYPES, supports=supported_fused_activation)
 def binary_arithmetic(context: OperatorContext) -> None:
     if fold_constant_arithmetic(context):  # shape arithmetic on constants
         return
     if len(context.op.inputs) != 2:
         raise context.fail(f"{len(context.op.inputs)} inputs, 2 expected")
     lhs, rhs, output = context.tensor(0), context.tensor(1), context.tensor(0, output=True)
-    require_types(context, lhs, rhs, output, allowed=INT16_ACTIVATION_TYPES)
+    require_types(context, lhs, rhs, output, allowed=_ARITHMETIC_TYPES)
     check_broadcast(context)
     arithmetic, dtype = binary_arithmetic_of(context)
     emit_broadcast(context, arithmetic, dtype, in_place=True)
@@ -145,7 +159,10 @@ def binary_arithmetic_of(context: OperatorContext) -> tuple[BinaryArithmetic, np
     options = context.op.option(_OPTIONS[opcode])
     activation = fused_activation(context, options.FusedActivationFunction() if options else 0)
     lhs, rhs, output = context.tensor(0), context.tensor(1), context.tensor(0, output=True)
-    dtype = require_types(context, lhs, rhs, output, allowed=INT16_ACTIVATION_TYPES)
+    dtype = require_types(context, lhs, rhs, output, allowed=_ARITHMETIC_TYPES)
+    if dtype == INT32:
+        bounds = None if opcode == "ADD" else _INT32_BOUNDS[activation]
+        return IntegerBinary(opcode.lower(), bounds), dtype
     if dtype in (INT8, INT16):
         arithmetic: BinaryArithmetic = (
             _quantized_mul(context, activation)
