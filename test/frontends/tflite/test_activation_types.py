@@ -76,6 +76,20 @@ def resize_nearest(dtype: type, align_corners: bool) -> ModelSpec:
     return ModelSpec(tensors, [op], [0], [2])
 
 
+def matmul(
+    lhs: tuple[int, ...], rhs: tuple[int, ...], out: tuple[int, ...], adjoint: tuple[bool, bool]
+) -> ModelSpec:
+    """int16 BATCH_MATMUL (scales giving outputs that saturate as well as fit)."""
+    tensors = [
+        tensor("a", np.int16, lhs, 1 / 4096),
+        tensor("b", np.int16, rhs, 1 / 2048),
+        tensor("y", np.int16, out, 1 / 16),
+    ]
+    fields = {"AdjX": adjoint[0], "AdjY": adjoint[1]}
+    op = OperatorSpec("BATCH_MATMUL", [0, 1], [2], "BatchMatMulOptions", fields)
+    return ModelSpec(tensors, [op], [0, 1], [2])
+
+
 def int16_parts() -> dict[str, ModelSpec]:
     i16 = np.int16
     return {
@@ -93,6 +107,8 @@ def int16_parts() -> dict[str, ModelSpec]:
         "abs_rescaled": unary("ABS", i16, (1 / 4096, 1 / 3000)),
         "resize_nearest": resize_nearest(i16, False),
         "resize_nearest_corners": resize_nearest(i16, True),
+        "batch_matmul": matmul((2, 3, 40), (2, 40, 5), (2, 3, 5), (False, False)),
+        "batch_matmul_adjoint": matmul((1, 6, 2), (3, 4, 6), (3, 2, 4), (True, True)),
     }
 
 
