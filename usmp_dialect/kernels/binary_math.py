@@ -9,9 +9,9 @@ Lite Micro computes them (broadcasting and constant inputs come from `elementwis
   `squared_difference.cc`'s quantised `SquaredDifference`: both inputs shifted left by 7
   (int16: 0), scaled to twice the larger input scale, subtracted, squared in int32 and
   requantised once, clamped to the output type.
-* PRELU (`reference_ops::BroadcastPrelu4DSlow`): float `x >= 0 ? x : x * alpha`; int8 with two
-  multipliers, `input / output` for non-negative inputs and `input * alpha / output` for the
-  product of the offset input and alpha.
+* PRELU (`reference_ops::BroadcastPrelu4DSlow`): float `x >= 0 ? x : x * alpha`; int8 (and
+  int16 with an int8 alpha) with two multipliers, `input / output` for non-negative inputs and
+  `input * alpha / output` for the product of the offset input and alpha.
 * DIV on int8 (`reference_ops::DivElementwise`): the divisor's reciprocal in Q0.31
   (`GetReciprocal`, gemmlowp's Newton-Raphson `one_over_one_plus_x`), the dividend normalised
   by its leading sign bits, one doubling high multiply by the reciprocal and the requantisation
@@ -111,8 +111,12 @@ BinaryMath = (
 )
 
 
-def _to_int8(kernel: KernelBuilder, value: Value) -> Value:
-    return kernel.cast(kernel.clamp(value, -128, 127), i8)
+def _to_input_type(kernel: KernelBuilder, value: Value, x: Value) -> Value:
+    """An int32 result clamped to the range of `x`'s type (int8 or int16) and cast to it."""
+    assert isinstance(x.type, IntegerType)
+    bits = x.type.width.data
+    low, high = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+    return kernel.cast(kernel.clamp(value, low, high), x.type)
 
 
 def _divide(kernel: KernelBuilder, arithmetic: QuantizedDiv, x: Value, y: Value) -> Value:
@@ -173,7 +177,7 @@ def emit_binary_math(kernel: KernelBuilder, arithmetic: BinaryMath, x: Value, y:
             kernel, kernel.mul(value, alpha), *arithmetic.product
         )
         chosen = kernel.select(kernel.cmp("sge", value, 0), positive, negative)
-        return _to_int8(kernel, kernel.add(chosen, arithmetic.output_offset))
+        return _to_input_type(kernel, kernel.add(chosen, arithmetic.output_offset), x)
     scaled = [
         emit_multiply_by_quantized_multiplier(
             kernel,
@@ -193,8 +197,4 @@ def emit_binary_math(kernel: KernelBuilder, arithmetic: BinaryMath, x: Value, y:
         arithmetic.output_multiplier,
         arithmetic.output_shift,
     )
-    assert isinstance(x.type, IntegerType)
-    bits = x.type.width.data
-    low, high = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
-    clamped = kernel.clamp(kernel.add(squared, arithmetic.output_offset), low, high)
-    return kernel.cast(clamped, x.type)
+    return _to_input_type(kernel, kernel.add(squared, arithmetic.output_offset), x)

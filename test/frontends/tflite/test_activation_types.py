@@ -90,6 +90,17 @@ def matmul(
     return ModelSpec(tensors, [op], [0, 1], [2])
 
 
+def prelu(constant: bool) -> ModelSpec:
+    """int16 PRELU with an int8 alpha per channel (a constant, or an input)."""
+    alpha = TensorSpec("alpha", np.int8, (1, 1, 4), scales=[0.01], zero_points=[-20])
+    if constant:
+        alpha.data = np.array([[[-128, -20, 40, 127]]], dtype=np.int8)
+    tensors = [tensor("x", np.int16, (2, 3, 4)), alpha, tensor("y", np.int16, (2, 3, 4), 1 / 2000)]
+    return ModelSpec(
+        tensors, [OperatorSpec("PRELU", [0, 1], [2])], [0] if constant else [0, 1], [2]
+    )
+
+
 def int16_parts() -> dict[str, ModelSpec]:
     i16 = np.int16
     return {
@@ -107,6 +118,8 @@ def int16_parts() -> dict[str, ModelSpec]:
         "abs_rescaled": unary("ABS", i16, (1 / 4096, 1 / 3000)),
         "resize_nearest": resize_nearest(i16, False),
         "resize_nearest_corners": resize_nearest(i16, True),
+        "prelu": prelu(True),
+        "prelu_alpha_input": prelu(False),
         "batch_matmul": matmul((2, 3, 40), (2, 40, 5), (2, 3, 5), (False, False)),
         "batch_matmul_adjoint": matmul((1, 6, 2), (3, 4, 6), (3, 2, 4), (True, True)),
     }

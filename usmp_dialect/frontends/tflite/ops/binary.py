@@ -1,6 +1,7 @@
 """Binary elementwise operators beyond ADD/SUB/MUL: MAXIMUM and MINIMUM (int8, int16, int32,
 int64 and float32, the types of TFLM's `maximum_minimum.cc`), SQUARED_DIFFERENCE (int8, int16
-(16x8), int32 and float32, `squared_difference.cc`'s), PRELU and DIV (int8 and float32).
+(16x8), int32 and float32, `squared_difference.cc`'s), PRELU (int8, float32, and int16 with
+an int8 alpha as `prelu.cc`'s int16 case) and DIV (int8 and float32).
 NumPy broadcasting and constant inputs as ADD's; int8 and int16 parameters derived as TFLM's
 `Prepare` functions do."""
 
@@ -114,10 +115,12 @@ def squared_difference(context: OperatorContext) -> None:
     _broadcast(context, arithmetic, dtype)
 
 
-@operator("PRELU")
+@operator("PRELU", types=(INT8, INT16, FLOAT32))
 def prelu(context: OperatorContext) -> None:
     source, alpha, output = context.tensor(0), context.tensor(1), context.tensor(0, output=True)
-    dtype = require_types(context, source, alpha, output)
+    dtype = require_types(context, source, output, allowed=(INT8, INT16, FLOAT32))
+    require_types(context, alpha, allowed=(INT8,) if dtype == INT16 else (dtype,))
+    symmetric_int16(context, source, output)
     if dtype == FLOAT32:
         _broadcast(context, Prelu(), dtype)
         return

@@ -207,7 +207,8 @@ def emit_broadcast(
     shapes = broadcast_shapes(lhs.shape, rhs.shape)
     operands, values = [], []
     for position, shape in enumerate(shapes.inputs):
-        type_ = memref_of(shape, dtype)
+        # each input's own type: int16 PRELU reads an int8 alpha
+        type_ = memref_of(shape, (lhs, rhs)[position].dtype)
         if context.is_constant(position):
             array = np.ascontiguousarray(context.constant(position)).reshape(shape)
             name, type_ = context.module.constant(f"{context.name}_input{position + 1}", array)
