@@ -138,11 +138,13 @@ class FloatBinary:
 
 @dataclass(frozen=True)
 class IntegerBinary:
-    """int32 ADD, SUB or MUL (`reference_ops::Add`, `Sub`, `Mul` on `int32_t`): wrapping
-    around on overflow as TFLM does on two's complement machines, clamped to the fused
-    activation's [low, high] when there is one."""
+    """int32 ADD, SUB, MUL or DIV (`reference_ops::Add`, `Sub`, `Mul`, `Div` on `int32_t`):
+    wrapping around on overflow as TFLM does on two's complement machines, clamped to the
+    fused activation's [low, high] when there is one. DIV truncates toward zero (C's `/`);
+    where TFLM fails (a zero divisor) or C is undefined (INT32_MIN / -1) a compiled model
+    cannot, so it gives 0 and INT32_MIN there."""
 
-    operation: str  # "add", "sub" or "mul"
+    operation: str  # "add", "sub", "mul" or "div"
     bounds: tuple[int, int] | None = None
 
 
@@ -160,14 +162,30 @@ class Operand:
     constant: str | None = None
 
 
+def _integer_division(kernel: KernelBuilder, x: Value, y: Value) -> Value:
+    """`x / y` without C's undefined cases: the divisor is 1 where it is 0 (the quotient then
+    replaced by 0) or where `x / y` overflows (INT32_MIN / -1, whose quotient x / 1 is the
+    wrapped-around one)."""
+    zero = kernel.cmp("eq", y, 0)
+    assert isinstance(x.type, IntegerType)
+    overflow = kernel.and_(
+        kernel.cmp("eq", x, -(1 << (x.type.width.data - 1))), kernel.cmp("eq", y, -1)
+    )
+    divisor = kernel.select(kernel.or_(zero, overflow), 1, y)
+    return kernel.select(zero, 0, kernel.div(x, divisor))
+
+
 def _combine(
     kernel: KernelBuilder, arithmetic: BinaryArithmetic, x: Value, y: Value, element: Attribute
 ) -> Value:
     if isinstance(arithmetic, LogicArithmetic):  # a bool result (kernels.logic)
         return emit_logic(kernel, arithmetic, x, y)
     if isinstance(arithmetic, IntegerBinary):
-        operation = {"add": kernel.add, "sub": kernel.sub, "mul": kernel.mul}[arithmetic.operation]
-        result = operation(x, y)
+        if arithmetic.operation == "div":
+            result = _integer_division(kernel, x, y)
+        else:
+            operation = {"add": kernel.add, "sub": kernel.sub, "mul": kernel.mul}
+            result = operation[arithmetic.operation](x, y)
         return result if arithmetic.bounds is None else kernel.clamp(result, *arithmetic.bounds)
     if not isinstance(arithmetic, QuantizedAdd | QuantizedMul | FloatBinary):
         return emit_binary_math(kernel, arithmetic, x, y)

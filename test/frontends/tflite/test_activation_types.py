@@ -15,6 +15,7 @@ import pytest
 
 from usmp_dialect.testing import tflm
 from usmp_dialect.testing.tflite_writer import OperatorSpec, TensorSpec
+from usmp_dialect.validation.host import compile_model
 
 from .tflm_oracle import ModelSpec, assert_all_match
 
@@ -196,6 +197,18 @@ def moved(dtype: type) -> dict[str, ModelSpec]:
     }
 
 
+def divide_by_constant(activation: int) -> ModelSpec:
+    """int32 DIV by small constant divisors of both signs (truncating toward zero)."""
+    divisors = np.array([[[3, -7, 1000, -1]]], dtype=np.int32)
+    tensors = [
+        tensor("a", np.int32, (2, 3, 4)),
+        TensorSpec("d", np.int32, (1, 1, 4), data=divisors),
+        tensor("y", np.int32, (2, 3, 4)),
+    ]
+    fields = {"FusedActivationFunction": activation}
+    return ModelSpec(tensors, [OperatorSpec("DIV", [0, 1], [2], "DivOptions", fields)], [0], [2])
+
+
 def int32_parts() -> dict[str, ModelSpec]:
     i32, i64 = np.int32, np.int64
     arithmetic = {
@@ -213,6 +226,9 @@ def int32_parts() -> dict[str, ModelSpec]:
         "minimum_int32": binary("MINIMUM", i32, rhs=(1, 1, 4)),
         "maximum_int64": binary("MAXIMUM", i64, rhs=(2, 3, 1)),
         "minimum_int64": binary("MINIMUM", i64),
+        "div_int32": binary("DIV", i32, rhs=(2, 1, 4), options="DivOptions"),
+        "div_constant": divide_by_constant(NONE),
+        "div_constant_relu6": divide_by_constant(RELU6),
         "squared_difference_int32": binary("SQUARED_DIFFERENCE", i32, rhs=(1, 3, 4)),
         "concatenation_int32": joined("CONCATENATION", i32),
         "concatenation_int64": joined("CONCATENATION", i64, 3),
@@ -224,3 +240,17 @@ def int32_parts() -> dict[str, ModelSpec]:
 
 def test_int32_and_int64_operators_match_tflm_under_the_sanitizers(tmp_path: Path) -> None:
     assert_all_match(int32_parts(), tmp_path, sanitize=True)
+
+
+def test_int32_division_where_tflm_fails_or_c_is_undefined(tmp_path: Path) -> None:
+    """A zero divisor (TFLM fails at Invoke) gives 0 and INT32_MIN / -1 (undefined in C)
+    INT32_MIN, without UBSan findings; the other quotients truncate toward zero."""
+    path = tmp_path / "div.tflite"
+    path.write_bytes(binary("DIV", np.int32, rhs=(2, 3, 4), options="DivOptions").model())
+    compiled = compile_model(path, tmp_path, sanitize=True)
+    lowest = np.iinfo(np.int32).min
+    dividends = np.resize(np.array([lowest, 5, -5, 7, -7, lowest], np.int32), (2, 3, 4))
+    divisors = np.resize(np.array([-1, 0, 0, 2, 2, 1], np.int32), (2, 3, 4))
+    (quotients,), _ = compiled.run([dividends, divisors])
+    expected = np.resize(np.array([lowest, 0, 0, 3, -3, lowest], np.int32), (2, 3, 4))
+    np.testing.assert_array_equal(quotients.reshape(2, 3, 4), expected)

@@ -1,7 +1,8 @@
 """Binary elementwise operators beyond ADD/SUB/MUL: MAXIMUM and MINIMUM (int8, int16, int32,
 int64 and float32, the types of TFLM's `maximum_minimum.cc`), SQUARED_DIFFERENCE (int8, int16
 (16x8), int32 and float32, `squared_difference.cc`'s), PRELU (int8, float32, and int16 with
-an int8 alpha as `prelu.cc`'s int16 case) and DIV (int8 and float32).
+an int8 alpha as `prelu.cc`'s int16 case) and DIV (int8, float32 and unquantised int32,
+`kernels.elementwise.IntegerBinary`).
 NumPy broadcasting and constant inputs as ADD's; int8 and int16 parameters derived as TFLM's
 `Prepare` functions do."""
 
@@ -24,7 +25,11 @@ from usmp_dialect.frontends.tflite.ops.common import (
     require_types,
     symmetric_int16,
 )
-from usmp_dialect.frontends.tflite.ops.elementwise import check_broadcast, emit_broadcast
+from usmp_dialect.frontends.tflite.ops.elementwise import (
+    INT32_BOUNDS,
+    check_broadcast,
+    emit_broadcast,
+)
 from usmp_dialect.frontends.tflite.reader import Operator, Tensor
 from usmp_dialect.kernels.binary_math import (
     Extremum,
@@ -36,6 +41,7 @@ from usmp_dialect.kernels.binary_math import (
 from usmp_dialect.kernels.elementwise import (
     BinaryArithmetic,
     FloatBinary,
+    IntegerBinary,
 )
 from usmp_dialect.kernels.fixed_point import float32, quantize_multiplier
 
@@ -163,13 +169,17 @@ def _quantized_div(context: OperatorContext, activation: str) -> QuantizedDiv:
     return QuantizedDiv((-z1, -z2), multiplier, shift, zo, low, high)
 
 
-@operator("DIV", supports=_div_activation)
+@operator("DIV", types=(INT8, INT32, FLOAT32), supports=_div_activation)
 def div(context: OperatorContext) -> None:
-    dtype = require_types(
-        context, context.tensor(0), context.tensor(1), context.tensor(0, output=True)
-    )
+    tensors = (context.tensor(0), context.tensor(1), context.tensor(0, output=True))
+    dtype = require_types(context, *tensors, allowed=(INT8, INT32, FLOAT32))
     options = context.op.option(tflite.DivOptions)
     activation = fused_activation(context, options.FusedActivationFunction() if options else 0)
+    if dtype == INT32:
+        if any(tensor.quantization is not None for tensor in tensors[:2]):
+            raise context.fail("a quantised int32 DIV is not supported (nor is it by TFLM)")
+        _broadcast(context, IntegerBinary("div", INT32_BOUNDS[activation]), dtype)
+        return
     if dtype == INT8:
         _broadcast(context, _quantized_div(context, activation), dtype)
         return

@@ -65,7 +65,7 @@ from usmp_dialect.kernels.module import element_type, memref_of
 _OPTIONS = {"ADD": tflite.AddOptions, "SUB": tflite.SubOptions, "MUL": tflite.MulOptions}
 _ARITHMETIC_TYPES = (*INT16_ACTIVATION_TYPES, INT32)
 # `CalculateActivationRange<int32_t>` of each fused activation
-_INT32_BOUNDS = {
+INT32_BOUNDS = {
     "NONE": None,
     "RELU": (0, 2**31 - 1),
     "RELU_N1_TO_1": (-1, 1),
@@ -161,7 +161,7 @@ def binary_arithmetic_of(context: OperatorContext) -> tuple[BinaryArithmetic, np
     lhs, rhs, output = context.tensor(0), context.tensor(1), context.tensor(0, output=True)
     dtype = require_types(context, lhs, rhs, output, allowed=_ARITHMETIC_TYPES)
     if dtype == INT32:
-        bounds = None if opcode == "ADD" else _INT32_BOUNDS[activation]
+        bounds = None if opcode == "ADD" else INT32_BOUNDS[activation]
         return IntegerBinary(opcode.lower(), bounds), dtype
     if dtype in (INT8, INT16):
         arithmetic: BinaryArithmetic = (
