@@ -1,7 +1,8 @@
 """The activation types TFLM computes beyond int8 and float32 for operators whose int8 and
 float32 forms are tested elsewhere: int16 (16x8, zero point 0) MAXIMUM, MINIMUM,
-SQUARED_DIFFERENCE, RELU, RELU6, ABS and RESIZE_NEAREST_NEIGHBOR, and int32 / int64 arithmetic
-and data movement (the counters and indices of exported control flow). One small model per
+SQUARED_DIFFERENCE, RELU, RELU6, ABS, RESIZE_NEAREST_NEIGHBOR, PRELU and BATCH_MATMUL, int32 /
+int64 arithmetic and data movement (the counters and indices of exported control flow) and
+bool CONCATENATION, SLICE and STRIDED_SLICE. One small model per
 operator and type, merged into one program per test, built with ASan and UBSan and compared
 with TFLM bit for bit on random inputs over each type's whole range."""
 
@@ -235,10 +236,16 @@ def int32_parts() -> dict[str, ModelSpec]:
         "pack_int32": joined("PACK", i32, 3),
         "pack_int64": joined("PACK", i64),
         **{f"{name}_int32": part for name, part in moved(i32).items()},
+        "concatenation_bool": joined("CONCATENATION", np.bool_, 3),
+        **{
+            f"{name}_bool": part
+            for name, part in moved(np.bool_).items()
+            if name in ("slice", "strided_slice")
+        },
     }
 
 
-def test_int32_and_int64_operators_match_tflm_under_the_sanitizers(tmp_path: Path) -> None:
+def test_int32_int64_and_bool_operators_match_tflm_under_the_sanitizers(tmp_path: Path) -> None:
     assert_all_match(int32_parts(), tmp_path, sanitize=True)
 
 

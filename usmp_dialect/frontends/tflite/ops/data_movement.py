@@ -1,6 +1,7 @@
 """Data movement on activations, int8, int16 and float32: CONCATENATION, PACK, UNPACK, SPLIT,
-SPLIT_V, STRIDED_SLICE, SLICE, PAD, PADV2 and TRANSPOSE; all but TRANSPOSE also on int32, and
-CONCATENATION and PACK on int64 (the types TFLM's kernels copy: `concatenation.cc`, `pack.cc`,
+SPLIT_V, STRIDED_SLICE, SLICE, PAD, PADV2 and TRANSPOSE; all but TRANSPOSE also on int32,
+CONCATENATION and PACK on int64, CONCATENATION, SLICE and STRIDED_SLICE on bool (the types
+TFLM's kernels copy: `concatenation.cc`, `pack.cc`,
 `unpack.cc`, `split.cc`, `split_v.cc`, `strided_slice.cc`, `slice.cc`, `pad.cc`). Each is
 folded with numpy when all its inputs are constants (`fold`).
 
@@ -54,9 +55,12 @@ from usmp_dialect.kernels.data_movement import (
 )
 from usmp_dialect.kernels.module import memref_of
 
+BOOL = np.dtype(np.bool_)
 # The activation types TFLM's kernels move beyond int8, int16 and float32
 _WITH_INT32 = (*INT16_ACTIVATION_TYPES, INT32)
 _WITH_INT64 = (*_WITH_INT32, INT64)
+_CONCATENATED = (*_WITH_INT64, BOOL)  # `concatenation.cc`
+_SLICED = (*_WITH_INT32, BOOL)  # `slice.cc`, `strided_slice.cc`
 
 
 def same_quantization(context: OperatorContext, tensors: Sequence[Tensor], output: Tensor) -> None:
@@ -119,7 +123,7 @@ def _side_by_side(context: OperatorContext, outer: int, widths: Sequence[int]) -
     context.call(values, [context.view(target, (outer, total))])
 
 
-@operator("CONCATENATION", types=_WITH_INT64, supports=supported_fused_activation)
+@operator("CONCATENATION", types=_CONCATENATED, supports=supported_fused_activation)
 def concatenation_layer(context: OperatorContext) -> None:
     options = context.op.option(tflite.ConcatenationOptions)
     if options is not None and options.FusedActivationFunction() != 0:
@@ -142,7 +146,7 @@ def concatenation_layer(context: OperatorContext) -> None:
     if all_constant(context):
         fold_concatenation(context, axis)
         return
-    require_types(context, *inputs, output, allowed=_WITH_INT64)
+    require_types(context, *inputs, output, allowed=_CONCATENATED)
     same_quantization(context, inputs, output)
     outer = math.prod(output.shape[:axis])
     inner = math.prod(output.shape[axis + 1 :])
@@ -209,7 +213,7 @@ def _slice(context: OperatorContext, spec: SliceSpec) -> None:
     if context.is_constant(0):
         set_folded(context, 0, sliced(context.constant(0), spec))
         return
-    require_types(context, source, output, allowed=_WITH_INT32)
+    require_types(context, source, output, allowed=_SLICED)
     same_quantization(context, [source], output)
     starts, steps, extents = (tuple(column) for column in zip(*spec.boxes, strict=True))
     if 0 in extents:
@@ -224,12 +228,12 @@ def _slice(context: OperatorContext, spec: SliceSpec) -> None:
     context.call([context.value(0)], [context.view(context.result(), extents)])
 
 
-@operator("STRIDED_SLICE", types=_WITH_INT32)
+@operator("STRIDED_SLICE", types=_SLICED)
 def strided_slice_layer(context: OperatorContext) -> None:
     _slice(context, strided_slice_spec(context, context.tensor(0).shape))
 
 
-@operator("SLICE", types=_WITH_INT32)
+@operator("SLICE", types=_SLICED)
 def slice_layer(context: OperatorContext) -> None:
     _slice(context, slice_spec(context, context.tensor(0).shape))
 
