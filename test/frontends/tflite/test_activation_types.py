@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from usmp_dialect.testing import tflm
+from usmp_dialect.testing.import_errors import assert_refused_in_one_line
 from usmp_dialect.testing.tflite_writer import OperatorSpec, TensorSpec
 from usmp_dialect.validation.host import compile_model
 
@@ -261,3 +262,44 @@ def test_int32_division_where_tflm_fails_or_c_is_undefined(tmp_path: Path) -> No
     (quotients,), _ = compiled.run([dividends, divisors])
     expected = np.resize(np.array([lowest, 0, 0, 3, -3, lowest], np.int32), (2, 3, 4))
     np.testing.assert_array_equal(quotients.reshape(2, 3, 4), expected)
+
+
+# Types TFLM refuses at Prepare or fails on at Invoke: refused in the import's pre-scan
+REFUSED = {
+    "gather_int16": (
+        ModelSpec(
+            [tensor("x", np.int16, (4, 3)), ints("i", [3, 0]), tensor("y", np.int16, (2, 3))],
+            [OperatorSpec("GATHER", [0, 1], [2], "GatherOptions", {"Axis": 0})],
+            [0],
+            [2],
+        ),
+        "GATHER on int16",
+    ),
+    "hard_swish_int16": (unary("HARD_SWISH", np.int16), "HARD_SWISH on int16"),
+    "add_int64": (binary("ADD", np.int64, options="AddOptions"), "ADD on int64"),
+    "transpose_int32": (
+        ModelSpec(
+            [tensor("x", np.int32, (2, 3)), ints("p", [1, 0]), tensor("y", np.int32, (3, 2))],
+            [OperatorSpec("TRANSPOSE", [0, 1], [2])],
+            [0],
+            [2],
+        ),
+        "TRANSPOSE on int32",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(REFUSED))
+def test_types_tflm_does_not_compute_are_refused_in_one_line(tmp_path: Path, case: str) -> None:
+    """Should TFLM start running one of these, the test fails: then import it."""
+    spec, kind = REFUSED[case]
+    path = tmp_path / "model.tflite"
+    path.write_bytes(spec.model())
+    assert_refused_in_one_line(path, f"unsupported: operator {kind} (tensors")
+    rng = np.random.default_rng(0)
+    inputs = [
+        rng.integers(-100, 100, size=spec.tensors[i].shape).astype(spec.tensors[i].dtype)
+        for i in spec.inputs
+    ]
+    with pytest.raises(RuntimeError):
+        tflm.run(spec.model(), inputs, len(spec.outputs))
