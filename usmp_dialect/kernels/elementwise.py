@@ -25,12 +25,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from xdsl.dialects import math
-from xdsl.dialects.builtin import IntegerType, MemRefType, f32, i16, i32
+from xdsl.dialects import arith, math
+from xdsl.dialects.builtin import IntegerType, MemRefType, f32, i1, i16, i32
 from xdsl.ir import Attribute
 
 from usmp_dialect.kernels.binary_math import BinaryMath, emit_binary_math
-from usmp_dialect.kernels.builder import INDEX, KernelBuilder, Value, finish, function
+from usmp_dialect.kernels.builder import INDEX, KernelBuilder, Value, finish, function, is_float
 from usmp_dialect.kernels.conv import FloatActivation, clamp_float
 from usmp_dialect.kernels.fixed_point import emit_multiply_by_quantized_multiplier
 from usmp_dialect.kernels.float_math import FloatMath, emit_float_math
@@ -302,6 +302,15 @@ class Requantize:
 
 
 @dataclass(frozen=True)
+class Cast:
+    """CAST between int8, int16, int32, float32 and bool, as TFLM's `cast.cc` computes it:
+    integers wrap around to a narrower type (C's conversion on two's complement machines),
+    float32 truncates toward zero and saturates to an integer type (NaN gives 0), anything
+    becomes bool as `x != 0` (NaN true), bool becomes 0 or 1, integers become the nearest
+    float32. Values are cast as stored (a quantisation is not applied)."""
+
+
+@dataclass(frozen=True)
 class IntegerClamp:
     """int16 RELU6, `Relu6Quantized`: the stored values clamped to [low, high], unscaled."""
 
@@ -369,6 +378,7 @@ UnaryArithmetic = (
     | QuantizedLeakyRelu
     | IntegerClamp
     | QuantizedAbs
+    | Cast
     | FloatMath
     | Int16Activation
     | LogicalNot
@@ -388,6 +398,35 @@ def _float_function(kernel: KernelBuilder, kind: str, x: Value) -> Value:
     return kernel.select(
         kernel.cmp("gt", x, LOGISTIC_UPPER), 1.0, kernel.select(below, exp, inside)
     )
+
+
+def _cast(kernel: KernelBuilder, x: Value, target: Attribute) -> Value:
+    """`Cast` of one element."""
+    source = x.type
+    if source == target:
+        return x
+    if target == i1:
+        if is_float(source):  # unordered: NaN != 0 is true
+            return kernel.insert(arith.CmpfOp(x, kernel.constant(0.0, source), "une"))
+        return kernel.cmp("ne", x, 0)
+    if source == i1:
+        if is_float(target):
+            return kernel.insert(arith.UIToFPOp(x, target))
+        return kernel.insert(arith.ExtUIOp(x, target))
+    if not is_float(source) or is_float(target):
+        return kernel.cast(x, target)  # integers wrap or widen, integers to float round
+    assert isinstance(target, IntegerType)
+    bits = target.width.data
+    lowest, highest = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+    # float32 -> integer: NaN 0; truncated within [lowest, the largest float32 <= highest],
+    # the type's maximum from 2**(bits-1) up (not a float32 for int32)
+    is_nan = kernel.insert(arith.CmpfOp(x, x, "uno"))
+    top = float(np.nextafter(np.float32(highest + 1), np.float32(0)))
+    inside = kernel.min(kernel.max(kernel.select(is_nan, 0.0, x), float(lowest)), top)
+    value = kernel.select(
+        kernel.cmp("ge", x, float(highest + 1)), highest, kernel.cast(inside, i32)
+    )
+    return kernel.cast(value, target)
 
 
 def unary_rows(
@@ -438,6 +477,8 @@ def _unary_element(
         return lambda x: clamp_float(kernel, x, FloatActivation(arithmetic.low, arithmetic.high))
     if isinstance(arithmetic, LeakyRelu):
         return lambda x: kernel.select(kernel.cmp("lt", x, 0.0), kernel.mul(x, arithmetic.alpha), x)
+    if isinstance(arithmetic, Cast):
+        return lambda x: _cast(kernel, x, output_element)
     if isinstance(arithmetic, Dequantize):
         return lambda x: kernel.mul(
             kernel.cast(kernel.sub(kernel.cast(x, i32), arithmetic.zero_point), f32),

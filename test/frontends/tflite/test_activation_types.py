@@ -19,7 +19,7 @@ from usmp_dialect.testing.import_errors import assert_refused_in_one_line
 from usmp_dialect.testing.tflite_writer import OperatorSpec, TensorSpec
 from usmp_dialect.validation.host import compile_model
 
-from .tflm_oracle import ModelSpec, assert_all_match
+from .tflm_oracle import ModelSpec, assert_all_match, merge
 
 pytestmark = [
     pytest.mark.skipif(shutil.which("gcc") is None, reason="gcc is not installed"),
@@ -262,6 +262,42 @@ def test_int32_division_where_tflm_fails_or_c_is_undefined(tmp_path: Path) -> No
     (quotients,), _ = compiled.run([dividends, divisors])
     expected = np.resize(np.array([lowest, 0, 0, 3, -3, lowest], np.int32), (2, 3, 4))
     np.testing.assert_array_equal(quotients.reshape(2, 3, 4), expected)
+
+
+CAST_TYPES = (np.int8, np.int16, np.int32, np.float32, np.bool_)
+
+
+def cast(source: type, target: type) -> ModelSpec:
+    tensors = [TensorSpec("x", source, (3, 7)), TensorSpec("y", target, (3, 7))]
+    return ModelSpec(tensors, [OperatorSpec("CAST", [0], [1])], [0], [1])
+
+
+def test_cast_matches_tflm_between_every_pair_of_types(tmp_path: Path) -> None:
+    """Every pair, bit for bit: float inputs scaled to exceed int8's and int16's ranges (with
+    fractions: truncation and saturation), then the edge values (NaN, infinities, beyond
+    int32)."""
+    parts = {
+        f"{np.dtype(a).name}_{np.dtype(b).name}": cast(a, b)
+        for a in CAST_TYPES
+        for b in CAST_TYPES
+        if a is not b
+    }
+    model = merge(parts)
+    path = tmp_path / "cast.tflite"
+    path.write_bytes(model)
+    compiled = compile_model(path, tmp_path, sanitize=True)
+    interpreter = tflm.interpreter(model)
+    edges = np.array([np.nan, np.inf, -np.inf, 3e9, -3e9, 2.2e9, -0.5, 0.5, 127.9, -128.9, 0.0])
+    for seed in range(3):
+        inputs = tflm.random_inputs(compiled.inputs, seed, float_scale=40000.0)
+        if seed == 2:
+            inputs = [
+                np.resize(edges, x.shape).astype(np.float32) if x.dtype == np.float32 else x
+                for x in inputs
+            ]
+        ours, _ = compiled.run(inputs)
+        theirs = tflm.run_with(interpreter, inputs, len(ours))
+        tflm.assert_matches(ours, theirs, [port.name for port in compiled.outputs])
 
 
 # Types TFLM refuses at Prepare or fails on at Invoke: refused in the import's pre-scan
