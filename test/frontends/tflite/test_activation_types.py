@@ -211,6 +211,15 @@ def divide_by_constant(activation: int) -> ModelSpec:
     return ModelSpec(tensors, [OperatorSpec("DIV", [0, 1], [2], "DivOptions", fields)], [0], [2])
 
 
+def requantize(source: tuple, target: tuple) -> ModelSpec:
+    """QUANTIZE from (type, scale, zero point) `source` to `target`."""
+    tensors = [
+        TensorSpec(name, dtype, (3, 9), scales=[scale], zero_points=[zero_point])
+        for name, (dtype, scale, zero_point) in (("x", source), ("y", target))
+    ]
+    return ModelSpec(tensors, [OperatorSpec("QUANTIZE", [0], [1])], [0], [1])
+
+
 def int32_parts() -> dict[str, ModelSpec]:
     i32, i64 = np.int32, np.int64
     arithmetic = {
@@ -237,6 +246,10 @@ def int32_parts() -> dict[str, ModelSpec]:
         "pack_int32": joined("PACK", i32, 3),
         "pack_int64": joined("PACK", i64),
         **{f"{name}_int32": part for name, part in moved(i32).items()},
+        "quantize_int8_int32": requantize((np.int8, 0.1, 3), (i32, 0.05, 7)),
+        "quantize_int16_int32": requantize((np.int16, 1 / 4096, 0), (i32, 1 / 10000, -5)),
+        "quantize_int32_int8": requantize((i32, 1e-7, 100), (np.int8, 0.9, -3)),
+        "quantize_int32_int16": requantize((i32, 1e-5, 0), (np.int16, 0.7, 0)),
         "concatenation_bool": joined("CONCATENATION", np.bool_, 3),
         **{
             f"{name}_bool": part

@@ -1,6 +1,7 @@
 """Elementwise operators: ADD, SUB, MUL (int8, int16, int32 and float32, NumPy broadcasting,
-fused activations, a constant input read from a global), QUANTIZE (float32 -> int8/int16, and
-between int8 and int16 either way), DEQUANTIZE (int8/int16 -> float32), LOGISTIC and TANH
+fused activations, a constant input read from a global), QUANTIZE (float32 -> int8/int16, between
+int8 and int16 either way, and int8/int16 to and from int32: TFLM's `Requantize` pairs),
+DEQUANTIZE (int8/int16 -> float32), LOGISTIC and TANH
 (float32, int8 through a table computed at import with TFLite's integer algorithm, and int16 as
 TFLite's interpolated `sigmoid_table_uint16`, `kernels.int16_activation`).
 
@@ -266,11 +267,31 @@ def _type_error(context: OperatorContext, source: Tensor, output: Tensor, suppor
     )
 
 
-@operator("QUANTIZE", types=INT16_ACTIVATION_TYPES)
+# QUANTIZE's integer pairs, `PrepareQuantizeReference`'s requantisations (uint8 aside)
+_REQUANTIZED = {
+    (INT8, INT8),
+    (INT8, INT16),
+    (INT8, INT32),
+    (INT16, INT8),
+    (INT16, INT16),
+    (INT16, INT32),
+    (INT32, INT8),
+    (INT32, INT16),
+}
+
+
+@operator("QUANTIZE", types=(*INT16_ACTIVATION_TYPES, INT32))
 def quantize(context: OperatorContext) -> None:
     source, output = context.tensor(0), context.tensor(0, output=True)
-    if output.dtype not in (INT8, INT16) or source.dtype not in (FLOAT32, INT8, INT16):
-        _type_error(context, source, output, "float32, int8 or int16 -> int8 or int16")
+    pair = (source.dtype, output.dtype)
+    if pair not in _REQUANTIZED and pair not in ((FLOAT32, INT8), (FLOAT32, INT16)):
+        _type_error(
+            context,
+            source,
+            output,
+            "float32 -> int8 or int16, int8 or int16 -> int8, int16 or int32, int32 -> int8 "
+            "or int16",
+        )
     target = _per_tensor(context, output)
     if source.dtype == FLOAT32:
         emit_unary(context, Quantize(target.scale, target.zero_point), in_place=True)
