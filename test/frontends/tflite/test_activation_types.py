@@ -104,6 +104,15 @@ def prelu(constant: bool) -> ModelSpec:
     )
 
 
+def softmax_int8_to_int16(shape: tuple[int, ...], input_scale: float) -> ModelSpec:
+    tensors = [
+        TensorSpec("x", np.int8, shape, scales=[input_scale], zero_points=[5]),
+        TensorSpec("y", np.int16, shape, scales=[1 / 65536], zero_points=[-32768]),
+    ]
+    op = OperatorSpec("SOFTMAX", [0], [1], "SoftmaxOptions", {"Beta": 1.0})
+    return ModelSpec(tensors, [op], [0], [1])
+
+
 def int16_parts() -> dict[str, ModelSpec]:
     i16 = np.int16
     return {
@@ -121,6 +130,8 @@ def int16_parts() -> dict[str, ModelSpec]:
         "abs_rescaled": unary("ABS", i16, (1 / 4096, 1 / 3000)),
         "resize_nearest": resize_nearest(i16, False),
         "resize_nearest_corners": resize_nearest(i16, True),
+        "softmax_from_int8": softmax_int8_to_int16((3, 10), 0.1),
+        "softmax_from_int8_sharp": softmax_int8_to_int16((2, 2, 33), 0.5),
         "prelu": prelu(True),
         "prelu_alpha_input": prelu(False),
         "batch_matmul": matmul((2, 3, 40), (2, 40, 5), (2, 3, 5), (False, False)),
