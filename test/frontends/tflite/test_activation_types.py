@@ -13,9 +13,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import tflite
 
 from usmp_dialect.testing import tflm
 from usmp_dialect.testing.import_errors import assert_refused_in_one_line
+from usmp_dialect.testing.stateful import compile_sequence, tflm_sequence
 from usmp_dialect.testing.tflite_writer import OperatorSpec, TensorSpec
 from usmp_dialect.validation.host import compile_model
 
@@ -286,6 +288,40 @@ def test_int32_division_where_tflm_fails_or_c_is_undefined(tmp_path: Path) -> No
     (quotients,), _ = compiled.run([dividends, divisors])
     expected = np.resize(np.array([lowest, 0, 0, 3, -3, lowest], np.int32), (2, 3, 4))
     np.testing.assert_array_equal(quotients.reshape(2, 3, 4), expected)
+
+
+def test_variables_of_every_type_carry_over_as_in_tflm(tmp_path: Path) -> None:
+    """One resource variable per type: each run outputs the previous run's input (the
+    first run TFLM's zero default) and stores its own."""
+    tensors: list[TensorSpec] = []
+    operators: list[OperatorSpec] = []
+    inputs, outputs = [], []
+    for dtype in (np.int16, np.int32, np.int64, np.bool_):
+        name, base = np.dtype(dtype).name, len(tensors)
+        tensors += [
+            tensor(f"{name}_x", dtype, (2, 3)),
+            TensorSpec(f"{name}_handle", np.int32, [], type_code=tflite.TensorType.RESOURCE),
+            tensor(f"{name}_previous", dtype, (2, 3)),
+        ]
+        operators += [
+            OperatorSpec("VAR_HANDLE", [], [base + 1], "VarHandleOptions", {"SharedName": name}),
+            OperatorSpec("READ_VARIABLE", [base + 1], [base + 2]),
+            OperatorSpec("ASSIGN_VARIABLE", [base + 1, base], []),
+        ]
+        inputs.append(base)
+        outputs.append(base + 2)
+    model = ModelSpec(tensors, operators, inputs, outputs).model()
+    path = tmp_path / "variables.tflite"
+    path.write_bytes(model)
+    compiled = compile_sequence(path, tmp_path, sanitize=True)
+    rng = np.random.default_rng(5)
+    steps = [tflm.random_inputs(compiled.inputs, rng) for _ in range(3)]
+    for step, (mine, (theirs, _)) in enumerate(
+        zip(compiled.run(steps, []), tflm_sequence(model, steps), strict=True)
+    ):
+        tflm.assert_matches(
+            mine.outputs, theirs, [f"run {step}: {p.name}" for p in compiled.outputs]
+        )
 
 
 CAST_TYPES = (np.int8, np.int16, np.int32, np.float32, np.bool_)
