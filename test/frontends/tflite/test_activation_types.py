@@ -1,10 +1,12 @@
 """The activation types TFLM computes beyond int8 and float32 for operators whose int8 and
 float32 forms are tested elsewhere: int16 (16x8, zero point 0) MAXIMUM, MINIMUM,
-SQUARED_DIFFERENCE, RELU, RELU6, ABS, RESIZE_NEAREST_NEIGHBOR, PRELU and BATCH_MATMUL, int32 /
-int64 arithmetic and data movement (the counters and indices of exported control flow) and
-bool CONCATENATION, SLICE and STRIDED_SLICE. One small model per
-operator and type, merged into one program per test, built with ASan and UBSan and compared
-with TFLM bit for bit on random inputs over each type's whole range and on its extremes."""
+SQUARED_DIFFERENCE, RELU, RELU6, ABS, RESIZE_NEAREST_NEIGHBOR, PRELU, BATCH_MATMUL and SOFTMAX
+from int8; int32 / int64 arithmetic, data movement and QUANTIZE (the counters and indices of
+exported control flow); bool CONCATENATION, SLICE and STRIDED_SLICE; CAST between every pair of
+types; resource variables of every type. One small model per operator and type, merged into
+one program per test, built with ASan and UBSan and compared with TFLM bit for bit on random
+inputs over each type's whole range and on its extremes; and the types TFLM refuses, refused
+in one line."""
 
 from __future__ import annotations
 
