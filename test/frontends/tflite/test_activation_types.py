@@ -11,6 +11,7 @@ in one line."""
 from __future__ import annotations
 
 import shutil
+import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -18,10 +19,11 @@ import pytest
 import tflite
 
 from usmp_dialect.testing import tflm
+from usmp_dialect.testing.harness import STRICT_FLAGS
 from usmp_dialect.testing.import_errors import assert_refused_in_one_line
 from usmp_dialect.testing.stateful import compile_sequence, tflm_sequence
 from usmp_dialect.testing.tflite_writer import OperatorSpec, TensorSpec
-from usmp_dialect.validation.host import compile_model
+from usmp_dialect.validation.host import PREFIX, compile_model
 
 from .tflm_oracle import ModelSpec, merge
 
@@ -153,13 +155,22 @@ EDGES = {
 }
 
 
+def compile_strictly(directory: Path) -> None:
+    """The generated C compiles with the embedded warning set (beyond the harness's)."""
+    source = directory / f"{PREFIX}.c"
+    strict = [*STRICT_FLAGS, "-c", str(source), "-o", str(directory / "strict.o")]
+    subprocess.run(["gcc", *strict], check=True, capture_output=True)
+
+
 def assert_match_with_edges(parts: dict[str, ModelSpec], directory: Path) -> None:
     """The merged parts under ASan/UBSan against TFLM: two random runs over each type's
-    whole range, then one with the extremes of each integer type."""
+    whole range, then one with the extremes of each integer type; the C also compiles with
+    the strict warning set."""
     model = merge(parts)
     path = directory / "model.tflite"
     path.write_bytes(model)
     compiled = compile_model(path, directory, sanitize=True)
+    compile_strictly(directory)
     interpreter = tflm.interpreter(model)
     names = [port.name for port in compiled.outputs]
     for seed in range(3):
@@ -378,6 +389,7 @@ def test_cast_matches_tflm_between_every_pair_of_types(tmp_path: Path) -> None:
     path = tmp_path / "cast.tflite"
     path.write_bytes(model)
     compiled = compile_model(path, tmp_path, sanitize=True)
+    compile_strictly(tmp_path)
     interpreter = tflm.interpreter(model)
     edges = np.array([np.nan, np.inf, -np.inf, 3e9, -3e9, 2.2e9, -0.5, 0.5, 127.9, -128.9, 0.0])
     for seed in range(3):
