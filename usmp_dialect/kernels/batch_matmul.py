@@ -1,7 +1,9 @@
 """BATCH_MATMUL as TFLite's `reference_ops::BatchMatMul` computes it: for every output element
 (batch dimensions broadcast, NumPy's rules) one accumulator over the depth in increasing order,
 float32 `sum of a * b` from 0, int8 `sum of (a - lhs zero point) * (b - rhs zero point)` in
-int32, requantised by one multiplier and clamped to int8. `adj_x` / `adj_y` read an operand
+int32, requantised by one multiplier and clamped to int8; int16 (16x8, zero points 0,
+`BatchMatMul<int16_t, int64_t>`) the sum of products in int64, requantised by TFLite's 64-bit
+`MultiplyByQuantizedMultiplier` and clamped to int16. `adj_x` / `adj_y` read an operand
 transposed in place (TFLM copies it transposed first; the products are the same). An operand
 may be a constant `memref.global` (`elementwise.Operand`)."""
 
@@ -10,11 +12,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from xdsl.dialects.builtin import MemRefType, f32, i8, i32
+from xdsl.dialects.builtin import IntegerType, MemRefType, f32, i32, i64
 
 from usmp_dialect.kernels.builder import Value, finish, function
 from usmp_dialect.kernels.elementwise import Operand
-from usmp_dialect.kernels.fixed_point import emit_multiply_by_quantized_multiplier
+from usmp_dialect.kernels.fixed_point import (
+    emit_multiply_by_quantized_multiplier,
+    emit_multiply_by_quantized_multiplier_64,
+    reduced_multiplier,
+)
 from usmp_dialect.kernels.module import ModelModule
 
 
@@ -54,6 +60,9 @@ def batch_matmul(
         for operand in operands
     ]
     target = values[-1]
+    element = output_type.element_type
+    wide = quantized is not None and isinstance(element, IntegerType) and element.width.data == 16
+    accumulator = i64 if wide else i32
     shapes = [operand.type_.get_shape() for operand in operands]
     rank = len(output_type.get_shape())
     lhs_shape = shapes[0]
@@ -72,18 +81,28 @@ def batch_matmul(
             a = kernel.load(sources[0], [*lhs_batch, *((k, row) if adjoint[0] else (row, k))])
             b = kernel.load(sources[1], [*rhs_batch, *((column, k) if adjoint[1] else (k, column))])
             if quantized is not None:
-                a = kernel.sub(kernel.cast(a, i32), quantized.lhs_zero_point)
-                b = kernel.sub(kernel.cast(b, i32), quantized.rhs_zero_point)
+                a = kernel.sub(kernel.cast(a, accumulator), quantized.lhs_zero_point)
+                b = kernel.sub(kernel.cast(b, accumulator), quantized.rhs_zero_point)
             return [kernel.add(carried[0], kernel.mul(a, b))]
 
-        start = kernel.constant(0, i32) if quantized is not None else kernel.constant(0.0, f32)
+        start = (
+            kernel.constant(0, accumulator) if quantized is not None else kernel.constant(0.0, f32)
+        )
         (total,) = kernel.loop(0, depth, step, [start])
         if quantized is not None:
-            scaled = emit_multiply_by_quantized_multiplier(
-                kernel, total, quantized.multiplier, quantized.shift
-            )
+            if wide:
+                scaled = emit_multiply_by_quantized_multiplier_64(
+                    kernel, total, reduced_multiplier(quantized.multiplier), 15 - quantized.shift
+                )
+            else:
+                scaled = emit_multiply_by_quantized_multiplier(
+                    kernel, total, quantized.multiplier, quantized.shift
+                )
             shifted = kernel.add(scaled, quantized.output_zero_point)
-            total = kernel.cast(kernel.clamp(shifted, -128, 127), i8)
+            assert isinstance(element, IntegerType)
+            bits = element.width.data
+            low, high = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+            total = kernel.cast(kernel.clamp(shifted, low, high), element)
         kernel.store(total, target, ivs)
 
     kernel.loops(output_type.get_shape(), body)

@@ -2,13 +2,16 @@
 Lite Micro computes them (broadcasting and constant inputs come from `elementwise.binary`):
 
 * MAXIMUM / MINIMUM (`maximum_minimum.cc`): `x > y ? x : y` / `x < y ? x : y` on the stored
-  values, int8 codes compared raw (TFLM does not rescale) and float NaN handled as C++ does.
-* SQUARED_DIFFERENCE: float `d * d` of `d = x - y`; int8 as `squared_difference.cc`'s
-  `SquaredDifference`: both inputs shifted left by 7, scaled to twice the larger input scale,
-  subtracted, squared in int32 and requantised once.
-* PRELU (`reference_ops::BroadcastPrelu4DSlow`): float `x >= 0 ? x : x * alpha`; int8 with two
-  multipliers, `input / output` for non-negative inputs and `input * alpha / output` for the
-  product of the offset input and alpha.
+  values of any type, int8 and int16 codes compared raw (TFLM does not rescale) and float NaN
+  handled as C++ does.
+* SQUARED_DIFFERENCE: float32 and int32 `d * d` of `d = x - y` (int32 wrapping around as
+  TFLM's `SquaredDifference<int32_t>` does on two's complement machines); int8 and int16 as
+  `squared_difference.cc`'s quantised `SquaredDifference`: both inputs shifted left by 7
+  (int16: 0), scaled to twice the larger input scale, subtracted, squared in int32 and
+  requantised once, clamped to the output type.
+* PRELU (`reference_ops::BroadcastPrelu4DSlow`): float `x >= 0 ? x : x * alpha`; int8 (and
+  int16 with an int8 alpha) with two multipliers, `input / output` for non-negative inputs and
+  `input * alpha / output` for the product of the offset input and alpha.
 * DIV on int8 (`reference_ops::DivElementwise`): the divisor's reciprocal in Q0.31
   (`GetReciprocal`, gemmlowp's Newton-Raphson `one_over_one_plus_x`), the dividend normalised
   by its leading sign bits, one doubling high multiply by the reciprocal and the requantisation
@@ -29,7 +32,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from xdsl.dialects import math
-from xdsl.dialects.builtin import f32, f64, i8, i32
+from xdsl.dialects.builtin import IntegerType, f32, f64, i8, i32
 
 from usmp_dialect.dialects.upstream import RemfOp
 from usmp_dialect.kernels.builder import KernelBuilder, Value, is_float
@@ -44,20 +47,20 @@ from usmp_dialect.kernels.fixed_point import (
 
 @dataclass(frozen=True)
 class Extremum:
-    """MAXIMUM (`maximum=True`) or MINIMUM, on int8 or float32."""
+    """MAXIMUM (`maximum=True`) or MINIMUM, on any integer type or float32."""
 
     maximum: bool
 
 
 @dataclass(frozen=True)
-class FloatSquaredDifference:
-    pass
+class PlainSquaredDifference:
+    """float32 or int32 `(x - y) * (x - y)`."""
 
 
 @dataclass(frozen=True)
 class QuantizedSquaredDifference:
-    """int8 SQUARED_DIFFERENCE: TFLM's `PrepareQuantized` parameters (shifts non-positive for
-    the inputs, TFLite's sign convention)."""
+    """int8 (int16) SQUARED_DIFFERENCE: TFLM's `PrepareQuantized` parameters (shifts
+    non-positive for the inputs, TFLite's sign convention; left shift 7, int16 0)."""
 
     input_offsets: tuple[int, int]
     input_multipliers: tuple[int, int]
@@ -100,7 +103,7 @@ class FloorDivision:
 
 BinaryMath = (
     Extremum
-    | FloatSquaredDifference
+    | PlainSquaredDifference
     | QuantizedSquaredDifference
     | Prelu
     | QuantizedDiv
@@ -108,8 +111,12 @@ BinaryMath = (
 )
 
 
-def _to_int8(kernel: KernelBuilder, value: Value) -> Value:
-    return kernel.cast(kernel.clamp(value, -128, 127), i8)
+def _to_input_type(kernel: KernelBuilder, value: Value, x: Value) -> Value:
+    """An int32 result clamped to the range of `x`'s type (int8 or int16) and cast to it."""
+    assert isinstance(x.type, IntegerType)
+    bits = x.type.width.data
+    low, high = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+    return kernel.cast(kernel.clamp(value, low, high), x.type)
 
 
 def _divide(kernel: KernelBuilder, arithmetic: QuantizedDiv, x: Value, y: Value) -> Value:
@@ -157,7 +164,7 @@ def emit_binary_math(kernel: KernelBuilder, arithmetic: BinaryMath, x: Value, y:
         return _divide(kernel, arithmetic, x, y)
     if isinstance(arithmetic, Extremum):
         return kernel.select(kernel.cmp("sgt" if arithmetic.maximum else "slt", x, y), x, y)
-    if isinstance(arithmetic, FloatSquaredDifference):
+    if isinstance(arithmetic, PlainSquaredDifference):
         difference = kernel.sub(x, y)
         return kernel.mul(difference, difference)
     if isinstance(arithmetic, Prelu):
@@ -170,7 +177,7 @@ def emit_binary_math(kernel: KernelBuilder, arithmetic: BinaryMath, x: Value, y:
             kernel, kernel.mul(value, alpha), *arithmetic.product
         )
         chosen = kernel.select(kernel.cmp("sge", value, 0), positive, negative)
-        return _to_int8(kernel, kernel.add(chosen, arithmetic.output_offset))
+        return _to_input_type(kernel, kernel.add(chosen, arithmetic.output_offset), x)
     scaled = [
         emit_multiply_by_quantized_multiplier(
             kernel,
@@ -190,4 +197,4 @@ def emit_binary_math(kernel: KernelBuilder, arithmetic: BinaryMath, x: Value, y:
         arithmetic.output_multiplier,
         arithmetic.output_shift,
     )
-    return _to_int8(kernel, kernel.add(squared, arithmetic.output_offset))
+    return _to_input_type(kernel, kernel.add(squared, arithmetic.output_offset), x)

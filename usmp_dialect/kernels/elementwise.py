@@ -1,8 +1,9 @@
-"""Elementwise kernels: binary ADD, SUB, MUL with NumPy broadcasting (int8, int16 and float32),
+"""Elementwise kernels: binary ADD, SUB, MUL with NumPy broadcasting (int8, int16, int32 and
+float32),
 and unary QUANTIZE, DEQUANTIZE, int8/int16 requantisation, table lookups, float LOGISTIC /
-TANH and int16 LOGISTIC / TANH (`int16_activation`). Integer results are clamped to their
-output's type and range (int16: TFLite's 16x8 kernels, the same arithmetic with ADD's inputs
-shifted left by 15 instead of 20).
+TANH, int16 LOGISTIC / TANH (`int16_activation`) and int16 RELU, RELU6 and ABS. Integer
+results are clamped to their output's type and range (int16: TFLite's 16x8 kernels, the same
+arithmetic with ADD's inputs shifted left by 15 instead of 20).
 
 Written as TFLite's reference kernels compute them, one output element at a time in
 registers: `reference_integer_ops::AddFunc` (both inputs shifted left by 20, scaled to twice
@@ -24,12 +25,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from xdsl.dialects import math
-from xdsl.dialects.builtin import IntegerType, MemRefType, f32, i16, i32
+from xdsl.dialects import arith, math
+from xdsl.dialects.builtin import IntegerType, MemRefType, f32, i1, i16, i32
 from xdsl.ir import Attribute
 
 from usmp_dialect.kernels.binary_math import BinaryMath, emit_binary_math
-from usmp_dialect.kernels.builder import INDEX, KernelBuilder, Value, finish, function
+from usmp_dialect.kernels.builder import INDEX, KernelBuilder, Value, finish, function, is_float
 from usmp_dialect.kernels.conv import FloatActivation, clamp_float
 from usmp_dialect.kernels.fixed_point import emit_multiply_by_quantized_multiplier
 from usmp_dialect.kernels.float_math import FloatMath, emit_float_math
@@ -135,7 +136,21 @@ class FloatBinary:
     activation: FloatActivation
 
 
-BinaryArithmetic = QuantizedAdd | QuantizedMul | FloatBinary | BinaryMath | LogicArithmetic
+@dataclass(frozen=True)
+class IntegerBinary:
+    """int32 ADD, SUB, MUL or DIV (`reference_ops::Add`, `Sub`, `Mul`, `Div` on `int32_t`):
+    wrapping around on overflow as TFLM does on two's complement machines, clamped to the
+    fused activation's [low, high] when there is one. DIV truncates toward zero (C's `/`);
+    where TFLM fails (a zero divisor) or C is undefined (INT32_MIN / -1) a compiled model
+    cannot, so it gives 0 and INT32_MIN there."""
+
+    operation: str  # "add", "sub", "mul" or "div"
+    bounds: tuple[int, int] | None = None
+
+
+BinaryArithmetic = (
+    QuantizedAdd | QuantizedMul | FloatBinary | IntegerBinary | BinaryMath | LogicArithmetic
+)
 
 
 @dataclass(frozen=True)
@@ -147,11 +162,31 @@ class Operand:
     constant: str | None = None
 
 
+def _integer_division(kernel: KernelBuilder, x: Value, y: Value) -> Value:
+    """`x / y` without C's undefined cases: the divisor is 1 where it is 0 (the quotient then
+    replaced by 0) or where `x / y` overflows (INT32_MIN / -1, whose quotient x / 1 is the
+    wrapped-around one)."""
+    zero = kernel.cmp("eq", y, 0)
+    assert isinstance(x.type, IntegerType)
+    overflow = kernel.and_(
+        kernel.cmp("eq", x, -(1 << (x.type.width.data - 1))), kernel.cmp("eq", y, -1)
+    )
+    divisor = kernel.select(kernel.or_(zero, overflow), 1, y)
+    return kernel.select(zero, 0, kernel.div(x, divisor))
+
+
 def _combine(
     kernel: KernelBuilder, arithmetic: BinaryArithmetic, x: Value, y: Value, element: Attribute
 ) -> Value:
     if isinstance(arithmetic, LogicArithmetic):  # a bool result (kernels.logic)
         return emit_logic(kernel, arithmetic, x, y)
+    if isinstance(arithmetic, IntegerBinary):
+        if arithmetic.operation == "div":
+            result = _integer_division(kernel, x, y)
+        else:
+            operation = {"add": kernel.add, "sub": kernel.sub, "mul": kernel.mul}
+            result = operation[arithmetic.operation](x, y)
+        return result if arithmetic.bounds is None else kernel.clamp(result, *arithmetic.bounds)
     if not isinstance(arithmetic, QuantizedAdd | QuantizedMul | FloatBinary):
         return emit_binary_math(kernel, arithmetic, x, y)
     if isinstance(arithmetic, FloatBinary):
@@ -256,12 +291,39 @@ class Dequantize:
 
 @dataclass(frozen=True)
 class Requantize:
-    """int8/int16 -> int8/int16, `reference_ops::Requantize`."""
+    """int8/int16 -> int8/int16, `reference_ops::Requantize`; with `low`, int16 RELU's
+    `ReluQuantized` (the same requantisation, clamped below at `low`)."""
 
     input_zero_point: int
     multiplier: int
     shift: int
     output_zero_point: int
+    low: int | None = None
+
+
+@dataclass(frozen=True)
+class Cast:
+    """CAST between int8, int16, int32, float32 and bool, as TFLM's `cast.cc` computes it:
+    integers wrap around to a narrower type (C's conversion on two's complement machines),
+    float32 truncates toward zero and saturates to an integer type (NaN gives 0), anything
+    becomes bool as `x != 0` (NaN true), bool becomes 0 or 1, integers become the nearest
+    float32. Values are cast as stored (a quantisation is not applied)."""
+
+
+@dataclass(frozen=True)
+class IntegerClamp:
+    """int16 RELU6, `Relu6Quantized`: the stored values clamped to [low, high], unscaled."""
+
+    low: int
+    high: int
+
+
+@dataclass(frozen=True)
+class QuantizedAbs:
+    """int16 ABS, `AbsEvalQuantized` (zero points 0): `|x|` in int32, requantised by
+    `rescale` (multiplier, shift) when the input and output scales differ, clamped."""
+
+    rescale: tuple[int, int] | None
 
 
 @dataclass(frozen=True, eq=False)
@@ -314,6 +376,9 @@ UnaryArithmetic = (
     | FloatClamp
     | LeakyRelu
     | QuantizedLeakyRelu
+    | IntegerClamp
+    | QuantizedAbs
+    | Cast
     | FloatMath
     | Int16Activation
     | LogicalNot
@@ -333,6 +398,35 @@ def _float_function(kernel: KernelBuilder, kind: str, x: Value) -> Value:
     return kernel.select(
         kernel.cmp("gt", x, LOGISTIC_UPPER), 1.0, kernel.select(below, exp, inside)
     )
+
+
+def _cast(kernel: KernelBuilder, x: Value, target: Attribute) -> Value:
+    """`Cast` of one element."""
+    source = x.type
+    if source == target:
+        return x
+    if target == i1:
+        if is_float(source):  # unordered: NaN != 0 is true
+            return kernel.insert(arith.CmpfOp(x, kernel.constant(0.0, source), "une"))
+        return kernel.cmp("ne", x, 0)
+    if source == i1:
+        if is_float(target):
+            return kernel.insert(arith.UIToFPOp(x, target))
+        return kernel.insert(arith.ExtUIOp(x, target))
+    if not is_float(source) or is_float(target):
+        return kernel.cast(x, target)  # integers wrap or widen, integers to float round
+    assert isinstance(target, IntegerType)
+    bits = target.width.data
+    lowest, highest = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+    # float32 -> integer: NaN 0; truncated within [lowest, the largest float32 <= highest],
+    # the type's maximum from 2**(bits-1) up (not a float32 for int32)
+    is_nan = kernel.insert(arith.CmpfOp(x, x, "uno"))
+    top = float(np.nextafter(np.float32(highest + 1), np.float32(0)))
+    inside = kernel.min(kernel.max(kernel.select(is_nan, 0.0, x), float(lowest)), top)
+    value = kernel.select(
+        kernel.cmp("ge", x, float(highest + 1)), highest, kernel.cast(inside, i32)
+    )
+    return kernel.cast(value, target)
 
 
 def unary_rows(
@@ -383,6 +477,8 @@ def _unary_element(
         return lambda x: clamp_float(kernel, x, FloatActivation(arithmetic.low, arithmetic.high))
     if isinstance(arithmetic, LeakyRelu):
         return lambda x: kernel.select(kernel.cmp("lt", x, 0.0), kernel.mul(x, arithmetic.alpha), x)
+    if isinstance(arithmetic, Cast):
+        return lambda x: _cast(kernel, x, output_element)
     if isinstance(arithmetic, Dequantize):
         return lambda x: kernel.mul(
             kernel.cast(kernel.sub(kernel.cast(x, i32), arithmetic.zero_point), f32),
@@ -393,9 +489,25 @@ def _unary_element(
     bits = output_element.width.data
     lowest, highest = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
 
-    def to_integer(value: Value, zero_point: int) -> Value:
-        clamped = kernel.clamp(kernel.add(value, zero_point), lowest, highest)
+    def to_integer(value: Value, zero_point: int, low: int | None = None) -> Value:
+        bottom = lowest if low is None else max(low, lowest)
+        clamped = kernel.clamp(kernel.add(value, zero_point), bottom, highest)
         return kernel.cast(clamped, output_element)
+
+    if isinstance(arithmetic, IntegerClamp):
+        return lambda x: kernel.clamp(x, arithmetic.low, arithmetic.high)
+    if isinstance(arithmetic, QuantizedAbs):
+
+        def absolute(x: Value) -> Value:
+            value = kernel.cast(x, i32)
+            magnitude = kernel.select(kernel.cmp("slt", value, 0), kernel.sub(0, value), value)
+            if arithmetic.rescale is not None:
+                magnitude = emit_multiply_by_quantized_multiplier(
+                    kernel, magnitude, *arithmetic.rescale
+                )
+            return to_integer(magnitude, 0)
+
+        return absolute
 
     if isinstance(arithmetic, QuantizedLeakyRelu):
 
@@ -416,6 +528,7 @@ def _unary_element(
                 arithmetic.shift,
             ),
             arithmetic.output_zero_point,
+            arithmetic.low,
         )
 
     def quantize(x: Value) -> Value:

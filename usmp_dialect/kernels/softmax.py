@@ -2,7 +2,8 @@
 
 float: `exp((x - max) * beta)` per element, then division by the row's sum.
 
-int8 (input any scale, output scale 1/256 and zero point -128): gemmlowp's fixed point. The
+int8 (input any scale, output scale 1/256 and zero point -128, or int16 with scale 1/65536 and
+zero point -32768): gemmlowp's fixed point. The
 difference `x - max` of an int8 row lies in [-255, 0], so everything that depends on it alone —
 the rescaled difference and `exp_on_negative_values` of it (Q0.31) — is a 256-entry int32 table
 computed at import by the same integer algorithm (`exp_table`). The kernel sums
@@ -120,10 +121,17 @@ def softmax_int8(
     name: str,
     type_: MemRefType,
     table: np.ndarray,
+    output_type: MemRefType | None = None,
 ) -> None:
-    """Adds `@name(%input: [rows, depth] i8, %output)` with the exponential `table`."""
+    """Adds `@name(%input: [rows, depth] i8, %output)` with the exponential `table`; the
+    output int8 (scale 1/256, zero point -128) or, with an i16 `output_type`, int16 (scale
+    1/65536, zero point -32768: TFLite's `Softmax<int8_t, int16_t>`, 16 bits kept of the
+    product instead of 8)."""
     rows, depth = type_.get_shape()
-    op, kernel, (source, target) = function(name, [("input", type_), ("output", type_)])
+    output_type = output_type or type_
+    bits = output_type.element_type.width.data  # type: ignore[attr-defined]
+    lowest, highest = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+    op, kernel, (source, target) = function(name, [("input", type_), ("output", output_type)])
     exps = kernel.get_global(*module.constant(f"{name}_exp", table.astype(np.int32)))
 
     def row(r: Value, _: tuple[Value, ...]) -> list[Value]:
@@ -153,13 +161,13 @@ def softmax_int8(
         bits_over_unit = kernel.sub(ACCUMULATION_INTEGER_BITS, headroom)
         shifted_sum_minus_one = kernel.sub(kernel.shl(total, headroom), INT32_MIN)
         scale = emit_one_over_one_plus_x(kernel, shifted_sum_minus_one)
-        exponent = kernel.add(bits_over_unit, 31 - 8)
+        exponent = kernel.add(bits_over_unit, 31 - bits)
 
         def write(c: Value, _: tuple[Value, ...]) -> list[Value]:
             product = emit_saturating_rounding_doubling_high_mul(kernel, scale, exp_of(c))
             unsaturated = emit_rounding_divide_by_pot(kernel, product, exponent)
-            value = kernel.clamp(kernel.sub(unsaturated, 128), -128, 127)
-            kernel.store(kernel.cast(value, type_.element_type), target, [r, c])
+            value = kernel.clamp(kernel.add(unsaturated, lowest), lowest, highest)
+            kernel.store(kernel.cast(value, output_type.element_type), target, [r, c])
             return []
 
         kernel.loop(0, depth, write)

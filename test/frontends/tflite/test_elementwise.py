@@ -410,8 +410,8 @@ ERRORS = [
     ),
     (
         _unary_model("QUANTIZE", (np.float32, (4,)), (np.float32, (4,))),
-        "QUANTIZE (operator 0): float32 -> float32 is not supported (only float32, int8 or "
-        "int16 -> int8 or int16)",
+        "QUANTIZE (operator 0): float32 -> float32 is not supported (only float32 -> int8 or "
+        "int16, int8 or int16 -> int8, int16 or int32, int32 -> int8 or int16)",
     ),
     (
         _unary_model("DEQUANTIZE", (np.float32, (4,)), (np.float32, (4,))),

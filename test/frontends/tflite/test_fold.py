@@ -390,11 +390,11 @@ def one_op_model(
         (
             one_op_model(
                 "CAST",
-                [TensorSpec("x", np.float32, (4,)), TensorSpec("y", np.int8, (4,), scales=[1.0])],
+                [TensorSpec("x", np.int32, (4,)), TensorSpec("y", np.int64, (4,))],
                 [0],
                 [1],
             ),
-            "CAST of the activation",
+            "operator CAST on int64",  # CAST runs on activations, not to int64 (nor in TFLM)
         ),
         (
             one_op_model(

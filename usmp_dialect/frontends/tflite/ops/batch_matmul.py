@@ -1,25 +1,35 @@
-"""BATCH_MATMUL: int8 and float32, ranks 2 to 5 with broadcast batch dimensions, `adj_x` and
-`adj_y`, either operand a constant. int8 parameters as TFLM's `BatchMatMulPrepare`
-(`GetQuantizedConvolutionMultipler`: the two input scales multiplied in float, divided by the
-output scale in double)."""
+"""BATCH_MATMUL: int8, int16 (16x8: both operands and the output int16 with zero point 0,
+summed in int64 as TFLM's `EvalInt16`) and float32, ranks 2 to 5 with broadcast batch
+dimensions, `adj_x` and `adj_y`, either operand a constant. int8 and int16 parameters as
+TFLM's `BatchMatMulPrepare` (`GetQuantizedConvolutionMultipler`: the two input scales
+multiplied in float, divided by the output scale in double)."""
 
 from __future__ import annotations
 
 import numpy as np
 import tflite
 
-from usmp_dialect.frontends.tflite.importer import OperatorContext, operator
-from usmp_dialect.frontends.tflite.ops.common import INT8, quantization, require_types
+from usmp_dialect.frontends.tflite.importer import (
+    INT16_ACTIVATION_TYPES,
+    OperatorContext,
+    operator,
+)
+from usmp_dialect.frontends.tflite.ops.common import (
+    FLOAT32,
+    quantization,
+    require_types,
+    symmetric_int16,
+)
 from usmp_dialect.kernels.batch_matmul import QuantizedMatmul, batch_matmul
 from usmp_dialect.kernels.elementwise import Operand
 from usmp_dialect.kernels.fixed_point import float32, quantize_multiplier
 from usmp_dialect.kernels.module import memref_of
 
 
-@operator("BATCH_MATMUL")
+@operator("BATCH_MATMUL", types=INT16_ACTIVATION_TYPES)
 def batch_matmul_layer(context: OperatorContext) -> None:
     lhs, rhs, output = context.tensor(0), context.tensor(1), context.tensor(0, output=True)
-    dtype = require_types(context, lhs, rhs, output)
+    dtype = require_types(context, lhs, rhs, output, allowed=INT16_ACTIVATION_TYPES)
     options = context.op.option(tflite.BatchMatMulOptions)
     adjoint = (
         (bool(options.AdjX()), bool(options.AdjY())) if options is not None else (False, False)
@@ -46,10 +56,11 @@ def batch_matmul_layer(context: OperatorContext) -> None:
     if tuple(output.shape) != expected:
         raise context.fail(f"the output shape {list(output.shape)} should be {list(expected)}")
     quantized = None
-    if dtype == INT8:
+    if dtype != FLOAT32:
+        symmetric_int16(context, lhs, rhs, output)
         lq, rq, oq = (quantization(context, t) for t in (lhs, rhs, output))
         if any(len(q.scales) != 1 for q in (lq, rq, oq)):
-            raise context.fail("int8 BATCH_MATMUL needs per-tensor quantisation")
+            raise context.fail(f"{dtype.name} BATCH_MATMUL needs per-tensor quantisation")
         multiplier, shift = quantize_multiplier(float32(lq.scale * rq.scale) / oq.scale)
         quantized = QuantizedMatmul(lq.zero_point, rq.zero_point, multiplier, shift, oq.zero_point)
     operands, values = [], []

@@ -1,6 +1,10 @@
-"""Binary elementwise operators beyond ADD/SUB/MUL: MAXIMUM, MINIMUM, SQUARED_DIFFERENCE and
-PRELU and DIV (int8 and float32). NumPy broadcasting and constant inputs as ADD's; int8
-parameters derived as TFLM's `Prepare` functions do."""
+"""Binary elementwise operators beyond ADD/SUB/MUL: MAXIMUM and MINIMUM (int8, int16, int32,
+int64 and float32, the types of TFLM's `maximum_minimum.cc`), SQUARED_DIFFERENCE (int8, int16
+(16x8), int32 and float32, `squared_difference.cc`'s), PRELU (int8, float32, and int16 with
+an int8 alpha as `prelu.cc`'s int16 case) and DIV (int8, float32 and unquantised int32,
+`kernels.elementwise.IntegerBinary`).
+NumPy broadcasting and constant inputs as ADD's; int8 and int16 parameters derived as TFLM's
+`Prepare` functions do."""
 
 from __future__ import annotations
 
@@ -11,17 +15,25 @@ from usmp_dialect.frontends.tflite.importer import OperatorContext, operator
 from usmp_dialect.frontends.tflite.ops.common import (
     FLOAT32,
     INT8,
+    INT16,
+    INT32,
+    INT64,
     activation_bounds,
     float_activation,
     fused_activation,
     quantization,
     require_types,
+    symmetric_int16,
 )
-from usmp_dialect.frontends.tflite.ops.elementwise import check_broadcast, emit_broadcast
+from usmp_dialect.frontends.tflite.ops.elementwise import (
+    INT32_BOUNDS,
+    check_broadcast,
+    emit_broadcast,
+)
 from usmp_dialect.frontends.tflite.reader import Operator, Tensor
 from usmp_dialect.kernels.binary_math import (
     Extremum,
-    FloatSquaredDifference,
+    PlainSquaredDifference,
     Prelu,
     QuantizedDiv,
     QuantizedSquaredDifference,
@@ -29,6 +41,7 @@ from usmp_dialect.kernels.binary_math import (
 from usmp_dialect.kernels.elementwise import (
     BinaryArithmetic,
     FloatBinary,
+    IntegerBinary,
 )
 from usmp_dialect.kernels.fixed_point import float32, quantize_multiplier
 
@@ -50,22 +63,31 @@ def _scale(context: OperatorContext, tensor: Tensor) -> tuple[float, int]:
     return float32(quant.scale), int(quant.zero_point)
 
 
-@operator("MAXIMUM", "MINIMUM")
+_EXTREMUM_TYPES = (INT8, INT16, INT32, INT64, FLOAT32)
+_SQUARED_DIFFERENCE_TYPES = (INT8, INT16, INT32, FLOAT32)
+
+
+@operator("MAXIMUM", "MINIMUM", types=_EXTREMUM_TYPES)
 def extremum(context: OperatorContext) -> None:
     dtype = require_types(
-        context, context.tensor(0), context.tensor(1), context.tensor(0, output=True)
+        context,
+        context.tensor(0),
+        context.tensor(1),
+        context.tensor(0, output=True),
+        allowed=_EXTREMUM_TYPES,
     )
     _broadcast(context, Extremum(maximum=context.op.opcode == "MAXIMUM"), dtype)
 
 
-def _quantized_squared_difference(context: OperatorContext) -> QuantizedSquaredDifference:
-    """TFLM's `PrepareQuantized` with a left shift of 7 (double precision, the output scale
-    times 2**14 in float)."""
-    (s1, z1), (s2, z2), (so, zo) = (
-        _scale(context, t)
-        for t in (context.tensor(0), context.tensor(1), context.tensor(0, output=True))
-    )
-    left_shift = 7
+def _quantized_squared_difference(
+    context: OperatorContext, dtype: np.dtype
+) -> QuantizedSquaredDifference:
+    """TFLM's `PrepareQuantized` with a left shift of 7 (int16: 0, the values are already
+    16-bit; double precision, the output scale times 2**(2 * shift) in float)."""
+    tensors = (context.tensor(0), context.tensor(1), context.tensor(0, output=True))
+    symmetric_int16(context, *tensors)
+    (s1, z1), (s2, z2), (so, zo) = (_scale(context, t) for t in tensors)
+    left_shift = 7 if dtype == INT8 else 0
     twice_max = 2.0 * max(s1, s2)
     inputs = [quantize_multiplier(scale / twice_max) for scale in (s1, s2)]
     output_multiplier, output_shift = quantize_multiplier(
@@ -82,21 +104,29 @@ def _quantized_squared_difference(context: OperatorContext) -> QuantizedSquaredD
     )
 
 
-@operator("SQUARED_DIFFERENCE")
+@operator("SQUARED_DIFFERENCE", types=_SQUARED_DIFFERENCE_TYPES)
 def squared_difference(context: OperatorContext) -> None:
     dtype = require_types(
-        context, context.tensor(0), context.tensor(1), context.tensor(0, output=True)
+        context,
+        context.tensor(0),
+        context.tensor(1),
+        context.tensor(0, output=True),
+        allowed=_SQUARED_DIFFERENCE_TYPES,
     )
     arithmetic = (
-        _quantized_squared_difference(context) if dtype == INT8 else FloatSquaredDifference()
+        _quantized_squared_difference(context, dtype)
+        if dtype in (INT8, INT16)
+        else PlainSquaredDifference()
     )
     _broadcast(context, arithmetic, dtype)
 
 
-@operator("PRELU")
+@operator("PRELU", types=(INT8, INT16, FLOAT32))
 def prelu(context: OperatorContext) -> None:
     source, alpha, output = context.tensor(0), context.tensor(1), context.tensor(0, output=True)
-    dtype = require_types(context, source, alpha, output)
+    dtype = require_types(context, source, output, allowed=(INT8, INT16, FLOAT32))
+    require_types(context, alpha, allowed=(INT8,) if dtype == INT16 else (dtype,))
+    symmetric_int16(context, source, output)
     if dtype == FLOAT32:
         _broadcast(context, Prelu(), dtype)
         return
@@ -139,13 +169,17 @@ def _quantized_div(context: OperatorContext, activation: str) -> QuantizedDiv:
     return QuantizedDiv((-z1, -z2), multiplier, shift, zo, low, high)
 
 
-@operator("DIV", supports=_div_activation)
+@operator("DIV", types=(INT8, INT32, FLOAT32), supports=_div_activation)
 def div(context: OperatorContext) -> None:
-    dtype = require_types(
-        context, context.tensor(0), context.tensor(1), context.tensor(0, output=True)
-    )
+    tensors = (context.tensor(0), context.tensor(1), context.tensor(0, output=True))
+    dtype = require_types(context, *tensors, allowed=(INT8, INT32, FLOAT32))
     options = context.op.option(tflite.DivOptions)
     activation = fused_activation(context, options.FusedActivationFunction() if options else 0)
+    if dtype == INT32:
+        if any(tensor.quantization is not None for tensor in tensors[:2]):
+            raise context.fail("a quantised int32 DIV is not supported (nor is it by TFLM)")
+        _broadcast(context, IntegerBinary("div", INT32_BOUNDS[activation]), dtype)
+        return
     if dtype == INT8:
         _broadcast(context, _quantized_div(context, activation), dtype)
         return

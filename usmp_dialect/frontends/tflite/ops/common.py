@@ -21,6 +21,8 @@ _ACTIVATIONS = {
 
 INT8 = np.dtype(np.int8)
 INT16 = np.dtype(np.int16)
+INT32 = np.dtype(np.int32)
+INT64 = np.dtype(np.int64)
 FLOAT32 = np.dtype(np.float32)
 _ACTIVATION_NAMES = {
     code: name

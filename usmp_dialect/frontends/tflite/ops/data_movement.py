@@ -1,6 +1,9 @@
 """Data movement on activations, int8, int16 and float32: CONCATENATION, PACK, UNPACK, SPLIT,
-SPLIT_V, STRIDED_SLICE, SLICE, PAD, PADV2 and TRANSPOSE. Each is folded with numpy when all its
-inputs are constants (`fold`).
+SPLIT_V, STRIDED_SLICE, SLICE, PAD, PADV2 and TRANSPOSE; all but TRANSPOSE also on int32,
+CONCATENATION and PACK on int64, CONCATENATION, SLICE and STRIDED_SLICE on bool (the types
+TFLM's kernels copy: `concatenation.cc`, `pack.cc`,
+`unpack.cc`, `split.cc`, `split_v.cc`, `strided_slice.cc`, `slice.cc`, `pad.cc`). Each is
+folded with numpy when all its inputs are constants (`fold`).
 
 Integer data movement copies values, as TFLite Micro does, so it needs the same quantisation on
 every input and the output (TFLite Micro's CONCATENATION does not requantise either; a model
@@ -21,8 +24,11 @@ from usmp_dialect.frontends.tflite.importer import (
     operator,
 )
 from usmp_dialect.frontends.tflite.ops.common import (
+    FLOAT32,
     INT8,
     INT16,
+    INT32,
+    INT64,
     quantization,
     require_types,
     supported_fused_activation,
@@ -48,6 +54,13 @@ from usmp_dialect.kernels.data_movement import (
     transpose,
 )
 from usmp_dialect.kernels.module import memref_of
+
+BOOL = np.dtype(np.bool_)
+# The activation types TFLM's kernels move beyond int8, int16 and float32
+_WITH_INT32 = (*INT16_ACTIVATION_TYPES, INT32)
+_WITH_INT64 = (*_WITH_INT32, INT64)
+_CONCATENATED = (*_WITH_INT64, BOOL)  # `concatenation.cc`
+_SLICED = (*_WITH_INT32, BOOL)  # `slice.cc`, `strided_slice.cc`
 
 
 def same_quantization(context: OperatorContext, tensors: Sequence[Tensor], output: Tensor) -> None:
@@ -110,7 +123,7 @@ def _side_by_side(context: OperatorContext, outer: int, widths: Sequence[int]) -
     context.call(values, [context.view(target, (outer, total))])
 
 
-@operator("CONCATENATION", types=INT16_ACTIVATION_TYPES, supports=supported_fused_activation)
+@operator("CONCATENATION", types=_CONCATENATED, supports=supported_fused_activation)
 def concatenation_layer(context: OperatorContext) -> None:
     options = context.op.option(tflite.ConcatenationOptions)
     if options is not None and options.FusedActivationFunction() != 0:
@@ -133,14 +146,14 @@ def concatenation_layer(context: OperatorContext) -> None:
     if all_constant(context):
         fold_concatenation(context, axis)
         return
-    require_types(context, *inputs, output, allowed=INT16_ACTIVATION_TYPES)
+    require_types(context, *inputs, output, allowed=_CONCATENATED)
     same_quantization(context, inputs, output)
     outer = math.prod(output.shape[:axis])
     inner = math.prod(output.shape[axis + 1 :])
     _side_by_side(context, outer, [tensor.shape[axis] * inner for tensor in inputs])
 
 
-@operator("PACK", types=INT16_ACTIVATION_TYPES)
+@operator("PACK", types=_WITH_INT64)
 def pack(context: OperatorContext) -> None:
     options = context.op.option(tflite.PackOptions)
     inputs = _inputs(context)
@@ -155,13 +168,13 @@ def pack(context: OperatorContext) -> None:
     if all_constant(context):
         fold_pack(context, axis)
         return
-    require_types(context, *inputs, output, allowed=INT16_ACTIVATION_TYPES)
+    require_types(context, *inputs, output, allowed=_WITH_INT64)
     same_quantization(context, inputs, output)
     outer, inner = math.prod(shape[:axis]), math.prod(shape[axis:])
     _side_by_side(context, outer, [inner] * len(inputs))
 
 
-@operator("UNPACK", types=INT16_ACTIVATION_TYPES)
+@operator("UNPACK", types=_WITH_INT32)
 def unpack(context: OperatorContext) -> None:
     options = context.op.option(tflite.UnpackOptions)
     source = context.tensor(0)
@@ -178,7 +191,7 @@ def unpack(context: OperatorContext) -> None:
     if context.is_constant(0):
         fold_unpack(context, axis)
         return
-    require_types(context, source, *outputs, allowed=INT16_ACTIVATION_TYPES)
+    require_types(context, source, *outputs, allowed=_WITH_INT32)
     same_quantization(context, [source], outputs[0])
     outer, inner = math.prod(shape[:axis]), math.prod(shape[axis + 1 :])
     part = memref_of((outer, 1, inner), source.dtype)
@@ -200,7 +213,7 @@ def _slice(context: OperatorContext, spec: SliceSpec) -> None:
     if context.is_constant(0):
         set_folded(context, 0, sliced(context.constant(0), spec))
         return
-    require_types(context, source, output, allowed=INT16_ACTIVATION_TYPES)
+    require_types(context, source, output, allowed=_SLICED)
     same_quantization(context, [source], output)
     starts, steps, extents = (tuple(column) for column in zip(*spec.boxes, strict=True))
     if 0 in extents:
@@ -215,17 +228,17 @@ def _slice(context: OperatorContext, spec: SliceSpec) -> None:
     context.call([context.value(0)], [context.view(context.result(), extents)])
 
 
-@operator("STRIDED_SLICE", types=INT16_ACTIVATION_TYPES)
+@operator("STRIDED_SLICE", types=_SLICED)
 def strided_slice_layer(context: OperatorContext) -> None:
     _slice(context, strided_slice_spec(context, context.tensor(0).shape))
 
 
-@operator("SLICE", types=INT16_ACTIVATION_TYPES)
+@operator("SLICE", types=_SLICED)
 def slice_layer(context: OperatorContext) -> None:
     _slice(context, slice_spec(context, context.tensor(0).shape))
 
 
-@operator("PAD", "PADV2", types=INT16_ACTIVATION_TYPES)
+@operator("PAD", "PADV2", types=_WITH_INT32)
 def pad_layer(context: OperatorContext) -> None:
     source, output = context.tensor(0), context.tensor(0, output=True)
     rank = len(source.shape)
@@ -240,7 +253,7 @@ def pad_layer(context: OperatorContext) -> None:
         output,
         [d + int(a) + int(b) for d, (a, b) in zip(source.shape, paddings, strict=True)],
     )
-    dtype = require_types(context, source, output, allowed=INT16_ACTIVATION_TYPES)
+    dtype = require_types(context, source, output, allowed=_WITH_INT32)
     same_quantization(context, [source], output)
     value: int | float
     if context.optional_tensor(2) is not None:
@@ -251,10 +264,10 @@ def pad_layer(context: OperatorContext) -> None:
         value = constant.reshape(()).item()
     elif dtype == INT8:
         value = quantization(context, output).zero_point
-    elif dtype == INT16:  # TFLM pads int16 with 0 whatever the zero point
-        value = 0
-    else:
+    elif dtype == FLOAT32:
         value = 0.0
+    else:  # TFLM pads int16 with 0 whatever the zero point, int32 with 0
+        value = 0
     if context.is_constant(0):
         padded = np.pad(context.constant(0), paddings.astype(np.int64), constant_values=value)
         set_folded(context, 0, padded)
@@ -303,7 +316,7 @@ def _split(context: OperatorContext, source_position: int, axis: int, sizes: Seq
         for k, piece in enumerate(pieces):
             set_folded(context, k, piece)
         return
-    require_types(context, source, *outputs, allowed=INT16_ACTIVATION_TYPES)
+    require_types(context, source, *outputs, allowed=_WITH_INT32)
     for output in outputs:
         same_quantization(context, [source], output)
     outer, inner = math.prod(shape[:axis]), math.prod(shape[axis + 1 :])
@@ -328,7 +341,7 @@ def _scalar_axis(context: OperatorContext, position: int, rank: int) -> int:
     return _axis(context, int(value.reshape(())), rank)
 
 
-@operator("SPLIT", types=INT16_ACTIVATION_TYPES)
+@operator("SPLIT", types=_WITH_INT32)
 def split(context: OperatorContext) -> None:
     options = context.op.option(tflite.SplitOptions)
     shape = context.tensor(1).shape
@@ -339,7 +352,7 @@ def split(context: OperatorContext) -> None:
     _split(context, 1, axis, [shape[axis] // count] * count)
 
 
-@operator("SPLIT_V", types=INT16_ACTIVATION_TYPES)
+@operator("SPLIT_V", types=_WITH_INT32)
 def split_v(context: OperatorContext) -> None:
     shape = context.tensor(0).shape
     axis = _scalar_axis(context, 2, len(shape))

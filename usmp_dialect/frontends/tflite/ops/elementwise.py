@@ -1,11 +1,16 @@
-"""Elementwise operators: ADD, SUB, MUL (int8, int16 and float32, NumPy broadcasting, fused
-activations, a constant input read from a global), QUANTIZE (float32 -> int8/int16, and between
-int8 and int16 either way), DEQUANTIZE (int8/int16 -> float32), LOGISTIC and TANH (float32, int8
-through a table computed at import with TFLite's integer algorithm, and int16 as TFLite's
-interpolated `sigmoid_table_uint16`, `kernels.int16_activation`).
+"""Elementwise operators: ADD, SUB, MUL (int8, int16, int32 and float32, NumPy broadcasting,
+fused activations, a constant input read from a global), QUANTIZE (float32 -> int8/int16, between
+int8 and int16 either way, and int8/int16 to and from int32: TFLM's `Requantize` pairs),
+DEQUANTIZE (int8/int16 -> float32), LOGISTIC and TANH
+(float32, int8 through a table computed at import with TFLite's integer algorithm, and int16 as
+TFLite's interpolated `sigmoid_table_uint16`, `kernels.int16_activation`).
 
 int16 ADD and SUB are TFLM's general int16 path: the arithmetic of int8 with the inputs shifted
-left by 15 instead of 20 (`CalculateOpDataAdd`: `left_shift = output is int16 ? 15 : 20`)."""
+left by 15 instead of 20 (`CalculateOpDataAdd`: `left_shift = output is int16 ? 15 : 20`).
+int32 ADD, SUB and MUL wrap around on overflow (what TFLM's `int32_t` arithmetic gives on
+two's complement machines); TFLM's int32 ADD ignores its fused activation (`EvalAdd` sets the
+whole int32 range), SUB and MUL clamp to it (`CalculateActivationRange<int32_t>`), and so
+does the import."""
 
 from __future__ import annotations
 
@@ -23,6 +28,7 @@ from usmp_dialect.frontends.tflite.ops.common import (
     FLOAT32,
     INT8,
     INT16,
+    INT32,
     activation_bounds,
     dequantized,
     float_activation,
@@ -40,6 +46,7 @@ from usmp_dialect.kernels.elementwise import (
     Dequantize,
     FloatBinary,
     FloatFunction,
+    IntegerBinary,
     Lookup,
     Operand,
     Quantize,
@@ -57,6 +64,14 @@ from usmp_dialect.kernels.int16_activation import int16_activation
 from usmp_dialect.kernels.module import element_type, memref_of
 
 _OPTIONS = {"ADD": tflite.AddOptions, "SUB": tflite.SubOptions, "MUL": tflite.MulOptions}
+_ARITHMETIC_TYPES = (*INT16_ACTIVATION_TYPES, INT32)
+# `CalculateActivationRange<int32_t>` of each fused activation
+INT32_BOUNDS = {
+    "NONE": None,
+    "RELU": (0, 2**31 - 1),
+    "RELU_N1_TO_1": (-1, 1),
+    "RELU6": (0, 6),
+}
 
 
 def _per_tensor(context: OperatorContext, tensor: Tensor) -> Quantization:
@@ -125,14 +140,14 @@ def _quantized_mul(context: OperatorContext, activation: str) -> QuantizedMul:
     )
 
 
-@operator("ADD", "SUB", "MUL", types=INT16_ACTIVATION_TYPES, supports=supported_fused_activation)
+@operator("ADD", "SUB", "MUL", types=_ARITHMETIC_TYPES, supports=supported_fused_activation)
 def binary_arithmetic(context: OperatorContext) -> None:
     if fold_constant_arithmetic(context):  # shape arithmetic on constants
         return
     if len(context.op.inputs) != 2:
         raise context.fail(f"{len(context.op.inputs)} inputs, 2 expected")
     lhs, rhs, output = context.tensor(0), context.tensor(1), context.tensor(0, output=True)
-    require_types(context, lhs, rhs, output, allowed=INT16_ACTIVATION_TYPES)
+    require_types(context, lhs, rhs, output, allowed=_ARITHMETIC_TYPES)
     check_broadcast(context)
     arithmetic, dtype = binary_arithmetic_of(context)
     emit_broadcast(context, arithmetic, dtype, in_place=True)
@@ -145,7 +160,10 @@ def binary_arithmetic_of(context: OperatorContext) -> tuple[BinaryArithmetic, np
     options = context.op.option(_OPTIONS[opcode])
     activation = fused_activation(context, options.FusedActivationFunction() if options else 0)
     lhs, rhs, output = context.tensor(0), context.tensor(1), context.tensor(0, output=True)
-    dtype = require_types(context, lhs, rhs, output, allowed=INT16_ACTIVATION_TYPES)
+    dtype = require_types(context, lhs, rhs, output, allowed=_ARITHMETIC_TYPES)
+    if dtype == INT32:
+        bounds = None if opcode == "ADD" else INT32_BOUNDS[activation]
+        return IntegerBinary(opcode.lower(), bounds), dtype
     if dtype in (INT8, INT16):
         arithmetic: BinaryArithmetic = (
             _quantized_mul(context, activation)
@@ -190,7 +208,8 @@ def emit_broadcast(
     shapes = broadcast_shapes(lhs.shape, rhs.shape)
     operands, values = [], []
     for position, shape in enumerate(shapes.inputs):
-        type_ = memref_of(shape, dtype)
+        # each input's own type: int16 PRELU reads an int8 alpha
+        type_ = memref_of(shape, (lhs, rhs)[position].dtype)
         if context.is_constant(position):
             array = np.ascontiguousarray(context.constant(position)).reshape(shape)
             name, type_ = context.module.constant(f"{context.name}_input{position + 1}", array)
@@ -248,11 +267,31 @@ def _type_error(context: OperatorContext, source: Tensor, output: Tensor, suppor
     )
 
 
-@operator("QUANTIZE", types=INT16_ACTIVATION_TYPES)
+# QUANTIZE's integer pairs, `PrepareQuantizeReference`'s requantisations (uint8 aside)
+_REQUANTIZED = {
+    (INT8, INT8),
+    (INT8, INT16),
+    (INT8, INT32),
+    (INT16, INT8),
+    (INT16, INT16),
+    (INT16, INT32),
+    (INT32, INT8),
+    (INT32, INT16),
+}
+
+
+@operator("QUANTIZE", types=(*INT16_ACTIVATION_TYPES, INT32))
 def quantize(context: OperatorContext) -> None:
     source, output = context.tensor(0), context.tensor(0, output=True)
-    if output.dtype not in (INT8, INT16) or source.dtype not in (FLOAT32, INT8, INT16):
-        _type_error(context, source, output, "float32, int8 or int16 -> int8 or int16")
+    pair = (source.dtype, output.dtype)
+    if pair not in _REQUANTIZED and pair not in ((FLOAT32, INT8), (FLOAT32, INT16)):
+        _type_error(
+            context,
+            source,
+            output,
+            "float32 -> int8 or int16, int8 or int16 -> int8, int16 or int32, int32 -> int8 "
+            "or int16",
+        )
     target = _per_tensor(context, output)
     if source.dtype == FLOAT32:
         emit_unary(context, Quantize(target.scale, target.zero_point), in_place=True)

@@ -1,7 +1,8 @@
 """Shape computations folded at import with numpy: SHAPE, STRIDED_SLICE, SLICE, PACK, UNPACK,
-CONCATENATION, GATHER, CAST, FILL, RANGE, and int32/float ADD, SUB, MUL whose inputs are all
-constants (Keras models compute reshape targets this way: SHAPE -> STRIDED_SLICE -> PACK ->
-RESHAPE). SHAPE needs only its input's static shape, so it folds on activations too.
+CONCATENATION, GATHER, CAST (`cast_values`), FILL, RANGE, and int32/float ADD, SUB, MUL whose
+inputs are all constants (Keras models compute reshape targets this way: SHAPE ->
+STRIDED_SLICE -> PACK -> RESHAPE). SHAPE needs only its input's static shape, so it folds on
+activations too; CAST runs on activations too (its handler is in `math_extra`).
 
 The pure functions (`strided_slice_index`, `strided_slice`, ...) follow TFLite's semantics on
 numpy arrays; the operators that also run on activations (STRIDED_SLICE, SLICE, PACK, UNPACK,
@@ -279,10 +280,18 @@ def gather(context: OperatorContext) -> None:
     set_folded(context, 0, np.take(params, indices.astype(np.int64), axis=axis))
 
 
-@operator("CAST", types=())
-def cast(context: OperatorContext) -> None:
-    _require_constant(context, "CAST")
-    set_folded(context, 0, context.constant(0).astype(context.tensor(0, output=True).dtype))
+def cast_values(values: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """TFLM's CAST of constant values (`kernels.elementwise.Cast`): to bool `!= 0`, float to
+    an integer type truncated, saturated and NaN 0, otherwise numpy's conversion (integers
+    wrap around)."""
+    if dtype == np.bool_:
+        return values != 0
+    if values.dtype.kind == "f" and dtype.kind == "i":
+        limits = np.iinfo(dtype)
+        wide = np.trunc(values.astype(np.float64))
+        clipped = np.clip(np.nan_to_num(wide, nan=0.0), limits.min, limits.max)
+        return clipped.astype(dtype)
+    return values.astype(dtype)
 
 
 @operator("FILL", types=())

@@ -6,9 +6,10 @@ for int8 of one quantisation) and ZEROS_LIKE (`zeros_like.cc`: int8, int32, int6
 REVERSE_V2 along constant axes (`reverse.cc`: contiguous axes, up to 8) and BROADCAST_TO to a
 constant shape (`broadcast_to.cc`, up to 5-D), of int8, int16, int32, int64, float32 and bool:
 values moved, never rescaled (`kernels.rearrange.remap`), as TFLM copies bytes;
-BROADCAST_ARGS of constant shapes, folded at import (the output shapes are static); and
-EMBEDDING_LOOKUP (`embedding_lookup.cc`: int32 ids, a float32 or int8 table, copied, or an int8
-table dequantised into a float32 output; `kernels.embedding`).
+BROADCAST_ARGS of constant shapes, folded at import (the output shapes are static); CAST between
+int8, int16, int32, float32 and bool (`cast.cc`'s types; `kernels.elementwise.Cast`, folded on
+a constant); and EMBEDDING_LOOKUP (`embedding_lookup.cc`: int32 ids, a float32 or int8 table,
+copied, or an int8 table dequantised into a float32 output; `kernels.embedding`).
 
 TFLM's FLOOR_DIV fails at `Invoke` when a divisor is zero; a compiled model cannot fail, so it
 computes the IEEE quotient's floor there (an infinity, or NaN for 0 / 0). FLOOR_MOD checks
@@ -33,11 +34,12 @@ from usmp_dialect.frontends.tflite.ops.elementwise import (
     emit_broadcast,
     emit_unary,
 )
-from usmp_dialect.frontends.tflite.ops.fold import set_folded
+from usmp_dialect.frontends.tflite.ops.fold import cast_values, set_folded
 from usmp_dialect.frontends.tflite.ops.rearrange import remap_input
 from usmp_dialect.frontends.tflite.reader import Tensor
 from usmp_dialect.kernels.accumulate import QuantizedAddN, add_n, zeros
 from usmp_dialect.kernels.binary_math import FloorDivision
+from usmp_dialect.kernels.elementwise import Cast
 from usmp_dialect.kernels.embedding import embedding_lookup
 from usmp_dialect.kernels.fixed_point import quantize_multiplier
 from usmp_dialect.kernels.float_math import FloatMath
@@ -129,6 +131,20 @@ def sum_of_inputs(context: OperatorContext) -> None:
     add_n(context.module, context.name, count, size, element_type(dtype), parameters)
     values = [context.view(context.value(position), (size,)) for position in range(count)]
     context.call(values, [context.view(context.result(), (size,))])
+
+
+_CAST_TYPES = (INT8, INT16, INT32, FLOAT32, BOOL)
+
+
+@operator("CAST", types=_CAST_TYPES)
+def cast(context: OperatorContext) -> None:
+    source, output = context.tensor(0), context.tensor(0, output=True)
+    if context.is_constant(0):
+        set_folded(context, 0, cast_values(np.asarray(context.constant(0)), output.dtype))
+        return
+    require_types(context, source, allowed=_CAST_TYPES)
+    require_types(context, output, allowed=_CAST_TYPES)
+    emit_unary(context, Cast(), in_place=False)
 
 
 @operator("ZEROS_LIKE", types=(INT8, INT32, INT64, FLOAT32))

@@ -1,13 +1,18 @@
-"""RESIZE_NEAREST_NEIGHBOR and RESIZE_BILINEAR (int8 and float32, NHWC, a constant size),
-with `align_corners` and `half_pixel_centers`. As in TFLM, int8 values are interpolated as
-stored: the output is read with the input's quantisation."""
+"""RESIZE_NEAREST_NEIGHBOR (int8, int16 and float32: the types of TFLM's
+`resize_nearest_neighbor.cc`, values copied) and RESIZE_BILINEAR (int8 and float32), NHWC, a
+constant size, with `align_corners` and `half_pixel_centers`. As in TFLM, int8 values are
+interpolated as stored: the output is read with the input's quantisation."""
 
 from __future__ import annotations
 
 import numpy as np
 import tflite
 
-from usmp_dialect.frontends.tflite.importer import OperatorContext, operator
+from usmp_dialect.frontends.tflite.importer import (
+    INT16_ACTIVATION_TYPES,
+    OperatorContext,
+    operator,
+)
 from usmp_dialect.frontends.tflite.ops.common import INT8, require_types
 from usmp_dialect.kernels import resize
 from usmp_dialect.kernels.module import memref_of
@@ -18,11 +23,12 @@ _OPTIONS = {
 }
 
 
-@operator("RESIZE_NEAREST_NEIGHBOR", "RESIZE_BILINEAR")
+@operator("RESIZE_NEAREST_NEIGHBOR", types=INT16_ACTIVATION_TYPES)
+@operator("RESIZE_BILINEAR")
 def resize_operator(context: OperatorContext) -> None:
     opcode = context.op.opcode
     source, output = context.tensor(0), context.tensor(0, output=True)
-    dtype = require_types(context, source, output)
+    dtype = require_types(context, source, output, allowed=INT16_ACTIVATION_TYPES)
     if len(source.shape) != 4:
         raise context.fail(f"the input has rank {len(source.shape)}; 4 (NHWC) is required")
     size = np.asarray(context.constant(1)).reshape(-1)

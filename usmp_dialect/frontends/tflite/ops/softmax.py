@@ -1,6 +1,7 @@
 """SOFTMAX over the last axis, int8 (TFLite's output quantisation: scale 1/256, zero point
--128), int16 (16x8: output scale 1/32768, zero point 0; TFLM's `SoftmaxInt16` with its `exp`
-and `1 / (1 + x)` tables) and float32."""
+-128), int8 in and int16 out (scale 1/65536, zero point -32768: TFLM's `SoftmaxInt8` with an
+int16 output), int16 (16x8: output scale 1/32768, zero point 0; TFLM's `SoftmaxInt16` with its
+`exp` and `1 / (1 + x)` tables) and float32."""
 
 from __future__ import annotations
 
@@ -24,13 +25,26 @@ def softmax(context: OperatorContext) -> None:
     options = context.op.option(tflite.SoftmaxOptions)
     beta = float32(options.Beta()) if options is not None else 1.0
     source, output = context.tensor(0), context.tensor(0, output=True)
-    dtype = require_types(context, source, output, allowed=INT16_ACTIVATION_TYPES)
+    widened = (source.dtype, output.dtype) == (INT8, INT16)
+    dtype = require_types(
+        context, source, *(() if widened else (output,)), allowed=INT16_ACTIVATION_TYPES
+    )
     if source.shape != output.shape:
         raise context.fail(f"output shape {list(output.shape)} differs from the input's")
     depth = source.shape[-1]
     rows = int(np.prod(source.shape)) // depth
     type_ = memref_of((rows, depth), dtype)
-    if dtype == INT8:
+    if widened:
+        output_q = quantization(context, output)
+        # TFLM's check: zero point -32768, scale 1/65536 within 0.1 %
+        if output_q.zero_point != -32768 or abs(output_q.scale - 1 / 65536) > 0.001 / 65536:
+            raise context.fail(
+                "an int8 softmax with an int16 output needs the output scale 1/65536 and zero "
+                f"point -32768 (has {output_q.scale} and {output_q.zero_point})"
+            )
+        table = exp_table(*softmax_parameters(beta, quantization(context, source).scale))
+        softmax_int8(context.module, context.name, type_, table, memref_of((rows, depth), INT16))
+    elif dtype == INT8:
         output_q = quantization(context, output)
         if output_q.zero_point != -128 or output_q.scale != float32(1.0 / 256):
             raise context.fail(

@@ -4,7 +4,8 @@ them (`MicroResourceVariables`), on the state pool (SPEC §13).
 A variable is named by VAR_HANDLE's (container, shared name); every handle of one name is the
 same variable, a state buffer (`TfliteImporter.state_buffer`) that keeps its value from one
 run to the next. READ_VARIABLE copies it into its output, ASSIGN_VARIABLE copies a value into
-it. Its initial value is what the CALL_ONCE init subgraph assigns to it (folded at import: the
+it (of int8, int16, int32, int64, float32 or bool: bytes copied, as TFLM does). Its initial
+value is what the CALL_ONCE init subgraph assigns to it (folded at import: the
 subgraph may only hold VAR_HANDLE and ASSIGN_VARIABLE of constants), else TFLM's default:
 every byte the variable's int8 zero point (0 without quantisation). CALL_ONCE itself emits
 nothing: the state starts with those values.
@@ -24,7 +25,11 @@ from usmp_dialect.frontends.tflite.reader import Graph, Operator, Tensor
 from usmp_dialect.kernels.builder import finish, function
 from usmp_dialect.kernels.module import memref_of
 
-VARIABLE_TYPES = (np.dtype(np.int8), np.dtype(np.float32))
+# TFLM's variables are bytes of any type (`MicroResourceVariables`); these are the types the
+# rest of the import computes with
+VARIABLE_TYPES = tuple(
+    np.dtype(t) for t in (np.int8, np.int16, np.int32, np.int64, np.float32, np.bool_)
+)
 
 
 def _key(op: Operator) -> tuple[str, str]:
@@ -98,7 +103,7 @@ def _handle(context: OperatorContext) -> None:
         context.importer.resources[context.op.outputs[0]] = _key(context.op)
 
 
-@operator("READ_VARIABLE")
+@operator("READ_VARIABLE", types=VARIABLE_TYPES)
 def _read(context: OperatorContext) -> None:
     output = context.tensor(0, output=True)
     variable = _variable(context, output)
@@ -110,7 +115,7 @@ def _read(context: OperatorContext) -> None:
     context.call([variable], [context.result()])  # type: ignore[list-item]
 
 
-@operator("ASSIGN_VARIABLE")
+@operator("ASSIGN_VARIABLE", types=VARIABLE_TYPES)
 def _assign(context: OperatorContext) -> None:
     value = context.tensor(1)
     variable = _variable(context, value)
