@@ -6,8 +6,8 @@ TensorFlow would use scalars, except `scalar_loop` (scalars as TensorFlow writes
 * `float_if`: `y = cond ? x + [1, 2, 3, 4] : x * x` (float32; the then branch's constant).
 * `if_in_line`: an IF on a constant condition (false: `y = x * x`) and an IF running one
   subgraph either way (`z = relu(x)`): each runs one branch, in line.
-* `float_while`: `i = 0; while (i < n) { i += 1; x += x }` (float32: i and the data-dependent
-  bound n are float because int32 ADD is not imported; i starts from a constant).
+* `float_while`: `i = 0; while (i < n) { i += 1; x += x }` (float32 throughout, the
+  data-dependent bound n too; i starts from a constant).
 * `nested`: `float_while`'s loop whose body doubles x while `i < 2` and squares it after: an IF
   inside the WHILE body.
 * `variable_in_loop`: `float_while`'s loop whose body adds x to a resource variable `acc`
@@ -17,7 +17,8 @@ TensorFlow would use scalars, except `scalar_loop` (scalars as TensorFlow writes
   its inputs): `while (i < n) { i += 1; (p, q) = (q, p) }`.
 * `scalar_loop`: as TensorFlow exports a loop: scalar (rank-0) counter, bound and predicates;
   `i = 0; while (i < n) { i += 1; x = sum(x) > 0 ? x * 0.5 : x + x }` (the IF nested in the
-  body, on a scalar SUM compared with a scalar).
+  body, on a scalar SUM compared with a scalar); `int32_loop` the same with an int32 counter
+  and bound, as `tf.while_loop` over a Python `int` exports it.
 * Refused: `while_changing_shape` (the body's output has another shape than its loop
   variable), `unreferenced_subgraph` (a subgraph nothing runs), `custom_in_branch` (an
   unsupported operator inside a branch).
@@ -311,16 +312,30 @@ def swap_loop() -> bytes:
 
 
 def scalar_loop() -> bytes:
+    return _scalar_loop(F32)
+
+
+def int32_loop() -> bytes:
+    return _scalar_loop(np.int32)
+
+
+def _scalar_loop(counter: type) -> bytes:
+    """`scalar_loop` with its counter, bound and one of type `counter`."""
+
     def loop() -> list[TensorSpec]:
-        return [TensorSpec("i", F32, []), TensorSpec("x", F32, [1, 4]), TensorSpec("n", F32, [])]
+        return [
+            TensorSpec("i", counter, []),
+            TensorSpec("x", F32, [1, 4]),
+            TensorSpec("n", counter, []),
+        ]
 
     tensors = [
-        TensorSpec("zero", F32, [], np.array(0, F32)),
+        TensorSpec("zero", counter, [], np.array(0, counter)),
         TensorSpec("x", F32, [1, 4]),
-        TensorSpec("n", F32, []),
-        TensorSpec("count", F32, []),
+        TensorSpec("n", counter, []),
+        TensorSpec("count", counter, []),
         TensorSpec("y", F32, [1, 4]),
-        TensorSpec("n_out", F32, []),
+        TensorSpec("n_out", counter, []),
     ]
     cond = SubgraphSpec(
         [*loop(), TensorSpec("go", np.bool_, [])],
@@ -331,8 +346,8 @@ def scalar_loop() -> bytes:
     body = SubgraphSpec(
         [
             *loop(),
-            TensorSpec("one", F32, [], np.array(1, F32)),
-            TensorSpec("i1", F32, []),
+            TensorSpec("one", counter, [], np.array(1, counter)),
+            TensorSpec("i1", counter, []),
             TensorSpec("axes", np.int32, [2], np.array([0, 1], np.int32)),
             TensorSpec("total", F32, []),
             TensorSpec("zero", F32, [], np.array(0, F32)),
@@ -421,5 +436,6 @@ MODELS = {
     "nested": nested,
     "variable_in_loop": variable_in_loop,
     "scalar_loop": scalar_loop,
+    "int32_loop": int32_loop,
     "swap_loop": swap_loop,
 }

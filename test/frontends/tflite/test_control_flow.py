@@ -2,7 +2,7 @@
 int8 IF whose branches compute differently (ADD, CONV_2D), a float IF, a float WHILE running a
 data-dependent number of turns (none too), an IF nested in a WHILE body, a resource variable
 updated in a WHILE body (initialised by CALL_ONCE), a loop on scalars as TensorFlow exports
-it, each with both condition values; the
+it (float and int32 counters), each with both condition values; the
 compiled C (the default pipeline: fused streaming, in-place operators, memory-aware order)
 byte for byte against TFLM, one under ASan/UBSan, the C clean under the strict warning set;
 the refusals in one line and the operator report's labels."""
@@ -47,6 +47,8 @@ CASES: dict[str, list[dict[str, np.ndarray]]] = {
     "variable_in_loop": [{"n": np.array([value], np.float32)} for value in (0.0, 3.0)],
     # scalar n (ours a one-element vector), the body's IF on a scalar predicate
     "scalar_loop": [{"n": np.array([value], np.float32)} for value in (0.0, 2.5, 6.0)],
+    # the same with an int32 counter and bound (a negative bound runs no turn)
+    "int32_loop": [{"n": np.array([value], np.int32)} for value in (-5, 0, 3, 7)],
     # an odd and an even number of swaps
     "swap_loop": [{"n": np.array([value], np.float32)} for value in (1.0, 2.0)],
 }
@@ -82,6 +84,7 @@ def _compare(name: str, directory: Path, sanitize: bool = False) -> None:
         "float_while",
         "variable_in_loop",
         "scalar_loop",
+        "int32_loop",
         "swap_loop",
     ],
 )
