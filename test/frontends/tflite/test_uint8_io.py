@@ -1,10 +1,11 @@
 """uint8 at a model's edges, as the TFLite converter writes a camera model with
 `inference_input_type=tf.uint8` / `inference_output_type=tf.uint8`: a uint8 input requantised
 to int8 by QUANTIZE, an int8 -> uint8 QUANTIZE into a uint8 output (TFLM's
-`reference_ops::Requantize` pairs), with CONV_2D and ADD between; compared with TFLM byte for
-byte on random inputs and on 0 and 255, under ASan/UBSan, the C clean under the strict warning
-set; and uint8 -> DEQUANTIZE -> float32. Everything else on uint8 (an ADD, QUANTIZE to int16
-or uint8, which TFLM does not run) is refused in one line, and TFLM refuses it too."""
+`reference_ops::Requantize` pairs), with CONV_2D and ADD between; uint8 -> DEQUANTIZE ->
+float32; RESHAPE and SQUEEZE views of uint8 on either side. Compared with TFLM byte for byte
+on random inputs and on 0 and 255, under ASan/UBSan, the C clean under the strict warning
+set. Everything else on uint8 (an ADD, QUANTIZE to int16 or uint8, which TFLM does not run)
+is refused in one line, and TFLM refuses it too."""
 
 from __future__ import annotations
 
@@ -102,7 +103,33 @@ def dequantize(scale: float, zero: int) -> ModelSpec:
     return ModelSpec(tensors, [OperatorSpec("DEQUANTIZE", [0], [1])], [0], [1])
 
 
+def reshaped() -> ModelSpec:
+    """uint8 -> RESHAPE -> QUANTIZE int8 -> QUANTIZE uint8 -> SQUEEZE -> uint8 output: the
+    views TFLM copies whatever the type, on both uint8 sides."""
+    shape = np.array([1, 6, 5], dtype=np.int32)
+    tensors = [
+        quantized("x", U8, (30,), 0.02, 77),
+        TensorSpec("shape", np.int32, (3,), data=shape),
+        quantized("x_view", U8, (1, 6, 5), 0.02, 77),
+        quantized("q", I8, (1, 6, 5), 0.03, -9),
+        quantized("u", U8, (1, 6, 5), 0.025, 120),
+        quantized("y", U8, (6, 5), 0.025, 120),
+    ]
+    return ModelSpec(
+        tensors,
+        [
+            OperatorSpec("RESHAPE", [0, 1], [2]),
+            OperatorSpec("QUANTIZE", [2], [3]),
+            OperatorSpec("QUANTIZE", [3], [4]),
+            OperatorSpec("SQUEEZE", [4], [5]),
+        ],
+        [0],
+        [5],
+    )
+
+
 PARTS = {
+    "views": reshaped(),
     "conv": camera_conv(),
     "add": camera_add(),
     # the converter's pair (scale kept, zero point moved by 128) and general rescalings,
