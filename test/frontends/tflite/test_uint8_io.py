@@ -216,3 +216,19 @@ def test_uint8_tflm_does_not_compute_is_refused_in_one_line(tmp_path: Path, case
     inputs = [rng.integers(0, 256, size=spec.tensors[i].shape).astype(U8) for i in spec.inputs]
     with pytest.raises(RuntimeError):
         tflm.run(spec.model(), inputs, len(spec.outputs))
+
+
+def test_usmp_validate_compares_uint8_inputs_and_outputs_bit_for_bit(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """The camera model with a uint8 image in and a uint8 map out, as a user validates it."""
+    from usmp_dialect.tools.usmp_validate import main
+
+    model = tmp_path / "camera.tflite"
+    model.write_bytes(camera_conv().model())
+    with pytest.raises(SystemExit) as exit_info:
+        main([str(model), "--inputs", "3"])
+    out = capsys.readouterr().out
+    assert exit_info.value.code in (0, None), out
+    assert "output out (uint8 1x6x6x4): bit-exact" in out
+    assert out.splitlines()[-1] == "PASS"
