@@ -65,6 +65,41 @@ def camera_conv() -> ModelSpec:
     )
 
 
+def camera_streamed() -> ModelSpec:
+    """uint8 48x48 image -> QUANTIZE -> CONV_2D -> CONV_2D stride 2 -> QUANTIZE uint8: large
+    enough that the two convolutions are streamed in rows (`--fuse=rows`) between the uint8
+    QUANTIZEs."""
+    rng = np.random.default_rng(3)
+    w1 = rng.integers(-127, 128, size=(8, 3, 3, 3), dtype=np.int8)
+    w2 = rng.integers(-127, 128, size=(8, 3, 3, 8), dtype=np.int8)
+    b1 = rng.integers(-3000, 3000, size=8, dtype=np.int32)
+    b2 = rng.integers(-3000, 3000, size=8, dtype=np.int32)
+    tensors = [
+        quantized("image", U8, (1, 48, 48, 3), 1 / 255, 0),
+        quantized("image_q", I8, (1, 48, 48, 3), 1 / 255, -128),
+        TensorSpec("w1", I8, w1.shape, data=w1, scales=[0.01], zero_points=[0]),
+        TensorSpec("b1", np.int32, (8,), data=b1, scales=[0.01 / 255], zero_points=[0]),
+        quantized("c1", I8, (1, 48, 48, 8), 0.02, -5),
+        TensorSpec("w2", I8, w2.shape, data=w2, scales=[0.01], zero_points=[0]),
+        TensorSpec("b2", np.int32, (8,), data=b2, scales=[0.0002], zero_points=[0]),
+        quantized("c2", I8, (1, 24, 24, 8), 0.05, 3),
+        quantized("out", U8, (1, 24, 24, 8), 0.05, 131),
+    ]
+    same = {"Padding": 0, "StrideH": 1, "StrideW": 1, "FusedActivationFunction": 1}
+    halved = {"Padding": 0, "StrideH": 2, "StrideW": 2, "FusedActivationFunction": 0}
+    return ModelSpec(
+        tensors,
+        [
+            OperatorSpec("QUANTIZE", [0], [1]),
+            OperatorSpec("CONV_2D", [1, 2, 3], [4], "Conv2DOptions", same),
+            OperatorSpec("CONV_2D", [4, 5, 6], [7], "Conv2DOptions", halved),
+            OperatorSpec("QUANTIZE", [7], [8]),
+        ],
+        [0],
+        [8],
+    )
+
+
 def camera_add() -> ModelSpec:
     """Two uint8 inputs requantised to int8 at other scales, added, requantised to uint8."""
     tensors = [
@@ -131,6 +166,7 @@ def reshaped() -> ModelSpec:
 PARTS = {
     "views": reshaped(),
     "conv": camera_conv(),
+    "streamed": camera_streamed(),
     "add": camera_add(),
     # the converter's pair (scale kept, zero point moved by 128) and general rescalings,
     # saturating at both ends
@@ -157,6 +193,7 @@ def test_uint8_quantize_at_the_edges_matches_tflm_under_the_sanitizers(tmp_path:
     subprocess.run(["gcc", *strict], check=True, capture_output=True)
     assert any(port.dtype == np.dtype(U8) for port in compiled.inputs)
     assert any(port.dtype == np.dtype(U8) for port in compiled.outputs)
+    assert "_rows_" in (tmp_path / f"{PREFIX}.c").read_text()  # the convolutions streamed
     interpreter = tflm.interpreter(model)
     names = [port.name for port in compiled.outputs]
     for seed in range(4):

@@ -573,7 +573,7 @@ class TfliteImporter:
         if tensor.dtype not in KNOWN_ACTIVATION_TYPES:
             raise ModelImportError(
                 f"{self.graph.path}: {tensor.describe()} is an activation of type "
-                f"{tensor.dtype.name}; only int8, int16, int32, int64, bool and float32 "
+                f"{tensor.dtype.name}; only int8, uint8, int16, int32, int64, bool and float32 "
                 "activations are supported"
             )
         if not tensor.shape or 0 in tensor.shape:
