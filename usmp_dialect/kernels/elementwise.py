@@ -283,22 +283,28 @@ class Quantize:
 
 @dataclass(frozen=True)
 class Dequantize:
-    """int8 (int16) -> float32: `scale * (q - zero_point)` in float."""
+    """int8 (int16, uint8) -> float32: `scale * (q - zero_point)` in float; `unsigned`: the
+    i8 holds a uint8, read zero-extended."""
 
     scale: float
     zero_point: int
+    unsigned: bool = False
 
 
 @dataclass(frozen=True)
 class Requantize:
     """int8/int16 -> int8/int16, `reference_ops::Requantize`; with `low`, int16 RELU's
-    `ReluQuantized` (the same requantisation, clamped below at `low`)."""
+    `ReluQuantized` (the same requantisation, clamped below at `low`). `input_unsigned`,
+    `output_unsigned`: the i8 holds a uint8 (TFLM's uint8 -> int8 and int8 -> uint8 pairs),
+    read zero-extended, clamped to [0, 255]."""
 
     input_zero_point: int
     multiplier: int
     shift: int
     output_zero_point: int
     low: int | None = None
+    input_unsigned: bool = False
+    output_unsigned: bool = False
 
 
 @dataclass(frozen=True)
@@ -480,10 +486,15 @@ def _unary_element(
     if isinstance(arithmetic, Cast):
         return lambda x: _cast(kernel, x, output_element)
     if isinstance(arithmetic, Dequantize):
-        return lambda x: kernel.mul(
-            kernel.cast(kernel.sub(kernel.cast(x, i32), arithmetic.zero_point), f32),
-            arithmetic.scale,
-        )
+
+        def dequantize(x: Value) -> Value:
+            value = kernel.cast(x, i32)
+            if arithmetic.unsigned:  # the i8's byte as a uint8
+                value = kernel.and_(value, 255)
+            difference = kernel.sub(value, arithmetic.zero_point)
+            return kernel.mul(kernel.cast(difference, f32), arithmetic.scale)
+
+        return dequantize
 
     assert isinstance(output_element, IntegerType)
     bits = output_element.width.data
@@ -520,16 +531,23 @@ def _unary_element(
 
         return leaky
     if isinstance(arithmetic, Requantize):
-        return lambda x: to_integer(
-            emit_multiply_by_quantized_multiplier(
+
+        def requantize(x: Value) -> Value:
+            value = kernel.cast(x, i32)
+            if arithmetic.input_unsigned:  # the i8's byte as a uint8
+                value = kernel.and_(value, 255)
+            scaled = emit_multiply_by_quantized_multiplier(
                 kernel,
-                kernel.sub(kernel.cast(x, i32), arithmetic.input_zero_point),
+                kernel.sub(value, arithmetic.input_zero_point),
                 arithmetic.multiplier,
                 arithmetic.shift,
-            ),
-            arithmetic.output_zero_point,
-            arithmetic.low,
-        )
+            )
+            if arithmetic.output_unsigned:  # [0, 255], stored as the i8 of the same byte
+                clamped = kernel.clamp(kernel.add(scaled, arithmetic.output_zero_point), 0, 255)
+                return kernel.cast(clamped, output_element)
+            return to_integer(scaled, arithmetic.output_zero_point, arithmetic.low)
+
+        return requantize
 
     def quantize(x: Value) -> Value:
         quotient = kernel.div(x, arithmetic.scale)

@@ -54,6 +54,9 @@ from usmp_dialect.kernels.fixed_point import (
 _ELEMENT_TYPES: dict[np.dtype, Attribute] = {
     np.dtype(np.bool_): i1,  # one byte per element, 0 or 1
     np.dtype(np.int8): i8,
+    # uint8 (TFLM's QUANTIZE to and from int8, as model inputs and outputs): the same byte in
+    # an i8, its kernels read it zero-extended; `quantization_attribute(unsigned=True)` says so
+    np.dtype(np.uint8): i8,
     np.dtype(np.int16): i16,
     np.dtype(np.int32): i32,
     np.dtype(np.int64): i64,
@@ -130,11 +133,18 @@ class TensorNames:
         return name
 
 
-def quantization_attribute(scale: float, zero_point: int) -> DictionaryAttr:
-    """`{scale = <f64>, zero_point = <i64>}`: per-tensor affine quantisation of a tensor."""
-    return DictionaryAttr(
-        {"scale": FloatAttr(float(scale), f64), "zero_point": IntegerAttr(int(zero_point), i64)}
-    )
+def quantization_attribute(
+    scale: float, zero_point: int, unsigned: bool = False
+) -> DictionaryAttr:
+    """`{scale = <f64>, zero_point = <i64>}`: per-tensor affine quantisation of a tensor;
+    `unsigned`: its bytes are uint8 (an i8 in the IR), `storage = "uint8"`."""
+    fields: dict[str, Attribute] = {
+        "scale": FloatAttr(float(scale), f64),
+        "zero_point": IntegerAttr(int(zero_point), i64),
+    }
+    if unsigned:
+        fields["storage"] = StringAttr("uint8")
+    return DictionaryAttr(fields)
 
 
 def model_attribute(data: bytes, path: str) -> DictionaryAttr:

@@ -85,8 +85,9 @@ _DTYPES = {
 def entry_ports(model: Path) -> tuple[list[Port], list[Port]]:
     """The inputs and outputs of the imported model's `@main` (from `usmp-opt MODEL`)."""
     from xdsl.dialects import func
-    from xdsl.dialects.builtin import MemRefType, StringAttr
+    from xdsl.dialects.builtin import DictionaryAttr, MemRefType, StringAttr
 
+    from usmp_dialect.dialects.usmp import QUANTIZATION_ATTRIBUTE
     from usmp_dialect.frontends import get_all_frontends
 
     importer = get_all_frontends()[model.suffix.lstrip(".")]()
@@ -100,11 +101,13 @@ def entry_ports(model: Path) -> tuple[list[Port], list[Port]]:
     for argument, attr in zip(entry.body.block.args, attrs, strict=True):
         type_ = argument.type
         assert isinstance(type_, MemRefType)
-        port = Port(
-            argument.name_hint or "",
-            _DTYPES[str(type_.element_type)],
-            tuple(type_.get_shape()),
-        )
+        dtype = _DTYPES[str(type_.element_type)]
+        quantization = attr.data.get(QUANTIZATION_ATTRIBUTE)
+        if isinstance(quantization, DictionaryAttr) and quantization.data.get(
+            "storage"
+        ) == StringAttr("uint8"):
+            dtype = np.dtype(np.uint8)  # an i8 holding uint8 bytes (TFLite UINT8)
+        port = Port(argument.name_hint or "", dtype, tuple(type_.get_shape()))
         kind = attr.data.get("usmp.io")
         (outputs if isinstance(kind, StringAttr) and kind.data == "output" else inputs).append(port)
     return inputs, outputs

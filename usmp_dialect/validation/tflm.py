@@ -152,7 +152,7 @@ def random_inputs(
     for port in ports:
         if port.dtype.kind == "b":
             values.append(rng.integers(0, 2, size=port.shape).astype(np.bool_))
-        elif port.dtype.kind == "i":
+        elif port.dtype.kind in "iu":  # uint8 too (a camera model's input)
             limits = np.iinfo(port.dtype)
             values.append(
                 rng.integers(

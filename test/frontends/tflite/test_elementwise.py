@@ -411,11 +411,12 @@ ERRORS = [
     (
         _unary_model("QUANTIZE", (np.float32, (4,)), (np.float32, (4,))),
         "QUANTIZE (operator 0): float32 -> float32 is not supported (only float32 -> int8 or "
-        "int16, int8 or int16 -> int8, int16 or int32, int32 -> int8 or int16)",
+        "int16, int8 or int16 -> int8, int16 or int32, int32 -> int8 or int16, uint8 -> int8, "
+        "int8 -> uint8)",
     ),
     (
         _unary_model("DEQUANTIZE", (np.float32, (4,)), (np.float32, (4,))),
-        "float32 -> float32 is not supported (only int8 or int16 -> float32)",
+        "float32 -> float32 is not supported (only int8, int16 or uint8 -> float32)",
     ),
     (
         _unary_model("QUANTIZE", (np.float32, (4,)), (np.int8, (2, 2), Q)),

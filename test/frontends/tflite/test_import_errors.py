@@ -91,9 +91,9 @@ CASES: dict[str, tuple[Callable[[], bytes], str]] = {
         lambda: fully_connected(x_type=tflite.TensorType.COMPLEX64),
         "unsupported: tensor type COMPLEX64 (tensor 'x' of operator 0)",
     ),
-    "uint8 activations": (
+    "uint8 activations": (  # uint8 is QUANTIZE's and DEQUANTIZE's only, as in TFLM
         lambda: fully_connected(x_type=tflite.TensorType.UINT8),
-        "unsupported: activation type uint8 (tensor 'x' of operator 0)",
+        "unsupported: operator FULLY_CONNECTED on uint8 (tensor 'x' of operator 0)",
     ),
     "int16 on an operator without 16x8": (
         lambda: fully_connected(opcode="REDUCE_MAX", x_type=tflite.TensorType.INT16),
@@ -131,8 +131,8 @@ def test_import_error_is_one_line(case: str, tmp_path: Path) -> None:
 def several_unsupported() -> bytes:
     """x -> BILSTM(0) -> a -> FC(1) -> b -> WHERE(2) -> c -> ADD(3, uint8 c + uint8 d) -> e ->
     BILSTM(4) -> y, with d a model input: two bidirectional LSTMs, a WHERE, a fused TANH on the
-    FC and uint8 activations (a type no operator computes with) on the ADD; the FC's int16 input
-    is fine for the scan (16x8)."""
+    FC and uint8 activations (only QUANTIZE and DEQUANTIZE read them) on the ADD; the FC's
+    int16 input is fine for the scan (16x8)."""
     tensors = [
         TensorSpec("x", np.float32, (1, 4)),
         TensorSpec("a", np.int16, (1, 4)),
@@ -167,8 +167,8 @@ def test_every_unsupported_construct_in_one_line(tmp_path: Path) -> None:
     assert_refused_in_one_line(
         path,
         "unsupported: operator BIDIRECTIONAL_SEQUENCE_LSTM (operators 0, 4), operator WHERE "
-        "(operator 2), FULLY_CONNECTED with fused activation TANH (operator 1), activation "
-        "type uint8 (tensors 'c', 'd' of operator 3)",
+        "(operator 2), FULLY_CONNECTED with fused activation TANH (operator 1), operator ADD "
+        "on uint8 (tensors 'c', 'd' of operator 3)",
     )
 
 

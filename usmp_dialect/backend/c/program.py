@@ -455,6 +455,10 @@ def _tensor_io(
                 "expected {scale = <f64>, zero_point = <i64>}"
             )
         scale, zero_point = float(scale_attr.value.data), int(zero_attr.value.data)
+    dtype = _dtype_name(memref_type.element_type)
+    storage = quantization.data.get("storage") if isinstance(quantization, DictionaryAttr) else None
+    if isinstance(storage, StringAttr) and storage.data == "uint8" and dtype == "int8":
+        element_c, dtype = "uint8_t", "uint8"  # an i8 holding uint8 bytes (TFLite UINT8)
     return TensorIO(
         name,
         kind,
@@ -462,7 +466,7 @@ def _tensor_io(
         pool_name,
         offset,
         shape=tuple(memref_type.get_shape()),
-        dtype=_dtype_name(memref_type.element_type),
+        dtype=dtype,
         size_bytes=buffer_size_bytes(memref_type),
         tensor=tensor.data if isinstance(tensor, StringAttr) else None,
         scale=scale,

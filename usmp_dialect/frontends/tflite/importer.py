@@ -78,11 +78,14 @@ INT16_ACTIVATION_TYPES = (np.dtype(np.int8), np.dtype(np.int16), np.dtype(np.flo
 # bool (TFLite BOOL, one byte per element holding 0 or 1: C's `uint8_t`, MLIR's i1), int32 and
 # int64 are the activations of the comparisons, logical operators, SELECT_V2 and ARG_MAX/ARG_MIN
 # (registered per operator, as int16 is).
+# uint8 is what QUANTIZE reads and writes at a camera model's input and output (the
+# converter's `inference_input_type=tf.uint8`), registered for QUANTIZE only as TFLM runs it.
 KNOWN_ACTIVATION_TYPES = (
     *INT16_ACTIVATION_TYPES,
     np.dtype(np.bool_),
     np.dtype(np.int32),
     np.dtype(np.int64),
+    np.dtype(np.uint8),
 )
 
 
@@ -570,7 +573,7 @@ class TfliteImporter:
         if tensor.dtype not in KNOWN_ACTIVATION_TYPES:
             raise ModelImportError(
                 f"{self.graph.path}: {tensor.describe()} is an activation of type "
-                f"{tensor.dtype.name}; only int8, int16, int32, int64, bool and float32 "
+                f"{tensor.dtype.name}; only int8, uint8, int16, int32, int64, bool and float32 "
                 "activations are supported"
             )
         if not tensor.shape or 0 in tensor.shape:
@@ -765,7 +768,9 @@ class TfliteImporter:
                     and len(quantization.scales) == 1
                 ):
                     attributes[QUANTIZATION_ATTRIBUTE] = quantization_attribute(
-                        quantization.scale, quantization.zero_point
+                        quantization.scale,
+                        quantization.zero_point,
+                        unsigned=tensor.dtype == np.dtype(np.uint8),
                     )
                 attrs.append(attributes)
         op, self.main, values = function("main", arguments, arg_attrs=attrs)

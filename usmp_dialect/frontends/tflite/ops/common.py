@@ -24,6 +24,7 @@ INT16 = np.dtype(np.int16)
 INT32 = np.dtype(np.int32)
 INT64 = np.dtype(np.int64)
 FLOAT32 = np.dtype(np.float32)
+UINT8 = np.dtype(np.uint8)
 _ACTIVATION_NAMES = {
     code: name
     for name, code in vars(tflite.ActivationFunctionType).items()

@@ -29,6 +29,7 @@ from usmp_dialect.frontends.tflite.ops.common import (
     INT8,
     INT16,
     INT32,
+    UINT8,
     activation_bounds,
     dequantized,
     float_activation,
@@ -267,8 +268,11 @@ def _type_error(context: OperatorContext, source: Tensor, output: Tensor, suppor
     )
 
 
-# QUANTIZE's integer pairs, `PrepareQuantizeReference`'s requantisations (uint8 aside)
+# QUANTIZE's integer pairs, `PrepareQuantizeReference`'s requantisations (uint8 -> int8 and
+# int8 -> uint8: a camera model's input and output)
 _REQUANTIZED = {
+    (UINT8, INT8),
+    (INT8, UINT8),
     (INT8, INT8),
     (INT8, INT16),
     (INT8, INT32),
@@ -280,7 +284,7 @@ _REQUANTIZED = {
 }
 
 
-@operator("QUANTIZE", types=(*INT16_ACTIVATION_TYPES, INT32))
+@operator("QUANTIZE", types=(*INT16_ACTIVATION_TYPES, INT32, UINT8))
 def quantize(context: OperatorContext) -> None:
     source, output = context.tensor(0), context.tensor(0, output=True)
     pair = (source.dtype, output.dtype)
@@ -290,7 +294,7 @@ def quantize(context: OperatorContext) -> None:
             source,
             output,
             "float32 -> int8 or int16, int8 or int16 -> int8, int16 or int32, int32 -> int8 "
-            "or int16",
+            "or int16, uint8 -> int8, int8 -> uint8",
         )
     target = _per_tensor(context, output)
     if source.dtype == FLOAT32:
@@ -298,16 +302,22 @@ def quantize(context: OperatorContext) -> None:
         return
     origin = _per_tensor(context, source)
     multiplier, shift = quantize_multiplier(origin.scale / target.scale)
-    emit_unary(
-        context, Requantize(origin.zero_point, multiplier, shift, target.zero_point), in_place=True
+    requantize = Requantize(
+        origin.zero_point,
+        multiplier,
+        shift,
+        target.zero_point,
+        input_unsigned=source.dtype == UINT8,
+        output_unsigned=output.dtype == UINT8,
     )
+    emit_unary(context, requantize, in_place=True)
 
 
-@operator("DEQUANTIZE", types=INT16_ACTIVATION_TYPES)
+@operator("DEQUANTIZE", types=(*INT16_ACTIVATION_TYPES, UINT8))
 def dequantize(context: OperatorContext) -> None:
     source, output = context.tensor(0), context.tensor(0, output=True)
-    if source.dtype not in (INT8, INT16) or output.dtype != FLOAT32:
-        _type_error(context, source, output, "int8 or int16 -> float32")
+    if source.dtype not in (INT8, INT16, UINT8) or output.dtype != FLOAT32:
+        _type_error(context, source, output, "int8, int16 or uint8 -> float32")
     if context.is_constant(0):  # int8 weights of a float operator: folded
         if source.shape != output.shape:
             raise context.fail(
@@ -317,7 +327,8 @@ def dequantize(context: OperatorContext) -> None:
         context.fold(0, dequantized(context, source, context.constant(0)))
         return
     origin = _per_tensor(context, source)
-    emit_unary(context, Dequantize(origin.scale, origin.zero_point), in_place=True)
+    dequantize = Dequantize(origin.scale, origin.zero_point, unsigned=source.dtype == UINT8)
+    emit_unary(context, dequantize, in_place=True)
 
 
 # int8 output quantisation TFLite requires of LOGISTIC and TANH: (scale, zero point)
