@@ -8,24 +8,25 @@ Run by hand (not in CI), from the checkout with the virtualenv active (`pip inst
 The figures GitHub issue 24 asks for: the workspace with inputs and outputs inside must stay
 within TFLM's arena head on every model, and the state pool within TFLM's variable tensors.
 
-Models (none is committed as a generated file; the builders are the tests' own, imported from
-`test/frontends/tflite/` and `usmp_dialect/testing/control_flow_models.py`):
+Models (none is committed as a generated file; the builders are the tests' own, in
+`usmp_dialect/testing/`: `stateful_models.py`, `int16_models.py`, `control_flow_models.py`):
 
 * `lstm_keras_*`: the committed Keras LSTMs of `test/frontends/tflite/Inputs`
   (`scripts/make_lstm_models.py`);
-* `lstm_16x8`: `test_lstm.lstm_spec(np.int16, batches=2, steps=6, features=8, units=16)`, the 16x8
-  LSTM (int16 activations, int8 weights, int64 biases) of `test_16x8_lstm_memory_within_tflm`;
-* `svdf_int8`, `svdf_float`: `test_svdf.svdf_model` on its int8 (int16 and int8 state) and float
-  variants (four and five independent SVDFs in one model);
+* `lstm_16x8`: `stateful_models.lstm_spec(np.int16, batches=2, steps=6, features=8,
+  units=16)`, the 16x8 LSTM (int16 activations, int8 weights, int64 biases) of
+  `test_16x8_lstm_memory_within_tflm`;
+* `svdf_int8`, `svdf_float`: `stateful_models.svdf_model` on its int8 (int16 and int8 state)
+  and float variants (four and five independent SVDFs in one model);
 * `svdf_kws_int8`, `svdf_kws_float`: one keyword-spotting-sized SVDF (our choice of size, in the
   shape of TFLM's keyword benchmark's first layer): a frame of 40 features in, 64 units, rank 1,
   a memory of 32 frames (state 64 x 32, int16 in the int8 model);
-* `accumulator_call_once`: `test_variables.accumulator("int8", init=True)`, a resource variable
+* `accumulator_call_once`: `stateful_models.accumulator("int8", init=True)`, a resource variable
   (VAR_HANDLE, READ_VARIABLE, ADD, ASSIGN_VARIABLE) initialised by a CALL_ONCE subgraph;
 * `variable_in_loop`: `control_flow_models.variable_in_loop`, a resource variable updated in a
   WHILE body, initialised by CALL_ONCE (input `n`, the number of turns, drawn from 0..3);
-* `fc_16x8`, `chain_16x8`: `test_int16.fully_connected(2, per_channel=True, depth=300)` and
-  `test_int16.chain()` (QUANTIZE, CONV_2D, DEPTHWISE_CONV_2D, ADD, MAX_POOL_2D, RESHAPE,
+* `fc_16x8`, `chain_16x8`: `int16_models.fully_connected(2, per_channel=True, depth=300)` and
+  `int16_models.chain()` (QUANTIZE, CONV_2D, DEPTHWISE_CONV_2D, ADD, MAX_POOL_2D, RESHAPE,
   FULLY_CONNECTED, DEQUANTIZE on int16 activations).
 
 For each model:
@@ -71,12 +72,10 @@ import tflite
 ROOT = Path(__file__).resolve().parents[1]
 TESTS = ROOT / "test" / "frontends" / "tflite"
 sys.path.insert(0, str(Path(__file__).parent))
-sys.path.insert(0, str(ROOT / "test"))  # the tests' model builders, as `frontends.tflite`
 
-from frontends.tflite import test_int16, test_lstm, test_svdf, test_variables  # noqa: E402
 from tflite_models import stack_bytes  # noqa: E402
 
-from usmp_dialect.testing import control_flow_models, tflm  # noqa: E402
+from usmp_dialect.testing import control_flow_models, int16_models, stateful_models, tflm  # noqa: E402
 from usmp_dialect.testing.stateful import compile_sequence, tflm_sequence  # noqa: E402
 from usmp_dialect.validation.host import PREFIX, compile_model, plan  # noqa: E402
 
@@ -101,17 +100,17 @@ def _keras(kind: str) -> Callable[[], bytes]:
 MODELS: dict[str, Callable[[], bytes]] = {
     **{f"lstm_keras_{kind}": _keras(kind) for kind in ("float", "int8", "stacked_float")},
     "lstm_keras_stacked_int8": _keras("stacked_int8"),
-    "lstm_16x8": lambda: test_lstm.lstm_spec(
+    "lstm_16x8": lambda: stateful_models.lstm_spec(
         np.int16, batches=2, steps=6, features=8, units=16
     ).model(),
-    "svdf_int8": lambda: test_svdf.svdf_model(test_svdf.INT8_VARIANTS),
-    "svdf_float": lambda: test_svdf.svdf_model(test_svdf.FLOAT_VARIANTS),
-    "svdf_kws_int8": lambda: test_svdf.svdf_model([dict(dtype="int16", **KWS)]),
-    "svdf_kws_float": lambda: test_svdf.svdf_model([dict(dtype="float32", **KWS)]),
-    "accumulator_call_once": lambda: test_variables.accumulator("int8", init=True),
+    "svdf_int8": lambda: stateful_models.svdf_model(stateful_models.INT8_VARIANTS),
+    "svdf_float": lambda: stateful_models.svdf_model(stateful_models.FLOAT_VARIANTS),
+    "svdf_kws_int8": lambda: stateful_models.svdf_model([dict(dtype="int16", **KWS)]),
+    "svdf_kws_float": lambda: stateful_models.svdf_model([dict(dtype="float32", **KWS)]),
+    "accumulator_call_once": lambda: stateful_models.accumulator("int8", init=True),
     "variable_in_loop": control_flow_models.variable_in_loop,
-    "fc_16x8": lambda: test_int16.fully_connected(2, per_channel=True, depth=300).model(),
-    "chain_16x8": lambda: test_int16.chain().model(),
+    "fc_16x8": lambda: int16_models.fully_connected(2, per_channel=True, depth=300).model(),
+    "chain_16x8": lambda: int16_models.chain().model(),
 }
 
 

@@ -8,7 +8,7 @@ a list of tensors (constant ones carry `data`) and operators with their builtin 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import flatbuffers
@@ -235,3 +235,37 @@ def write_model(
     tflite.ModelAddBuffers(builder, buffers_vector)
     builder.Finish(tflite.ModelEnd(builder), file_identifier=b"TFL3")
     return bytes(builder.Output())
+
+
+@dataclass
+class ModelSpec:
+    """What `write_model` takes: tensors, operators, graph inputs and outputs."""
+
+    tensors: list[TensorSpec]
+    operators: list[OperatorSpec]
+    inputs: list[int]
+    outputs: list[int]
+
+    def model(self) -> bytes:
+        return write_model(self.tensors, self.operators, self.inputs, self.outputs)
+
+
+def merge(parts: dict[str, ModelSpec]) -> bytes:
+    """One model computing every part; tensor names get the part's name as a prefix."""
+    tensors: list[TensorSpec] = []
+    operators: list[OperatorSpec] = []
+    inputs: list[int] = []
+    outputs: list[int] = []
+    for name, part in parts.items():
+        base = len(tensors)
+
+        def moved(indices: Sequence[int], base: int = base) -> list[int]:
+            return [index + base if index >= 0 else index for index in indices]
+
+        tensors += [replace(tensor, name=f"{name}_{tensor.name}") for tensor in part.tensors]
+        operators += [
+            replace(op, inputs=moved(op.inputs), outputs=moved(op.outputs)) for op in part.operators
+        ]
+        inputs += moved(part.inputs)
+        outputs += moved(part.outputs)
+    return write_model(tensors, operators, inputs, outputs)

@@ -22,109 +22,21 @@ from usmp_dialect.frontends.tflite.importer import import_tflite
 from usmp_dialect.frontends.tflite.reader import read_graph
 from usmp_dialect.kernels.int16_activation import SIGMOID_TABLE_UINT16
 from usmp_dialect.testing import tflm
-from usmp_dialect.testing.module_file import load_file
 from usmp_dialect.testing.stateful import STATE_POOL, compile_sequence, tflm_sequence
-from usmp_dialect.testing.tflite_writer import OperatorSpec, TensorSpec, write_model
+from usmp_dialect.testing.stateful_models import CELL, HIDDEN, lstm_spec
+from usmp_dialect.testing.tflite_writer import (
+    ModelSpec,
+    OperatorSpec,
+    TensorSpec,
+    merge,
+    write_model,
+)
 from usmp_dialect.validation.host import plan, workspace_bytes
-
-oracle = load_file(Path(__file__).parent / "tflm_oracle.py")
-ModelSpec, merge = oracle.ModelSpec, oracle.merge
 
 needs_tflm = pytest.mark.skipif(
     not tflm.available(), reason="tflite-micro (the reference) is not installed"
 )
 needs_gcc = pytest.mark.skipif(shutil.which("gcc") is None, reason="gcc is not installed")
-
-TANH = 4  # tflite.ActivationFunctionType.TANH
-HIDDEN, CELL = 18, 19
-
-
-def lstm_spec(
-    dtype: type,
-    batches: int = 2,
-    steps: int = 3,
-    features: int = 4,
-    units: int = 5,
-    time_major: bool = False,
-    cell_clip: float = 0.0,
-    cell_power: int = -11,
-    weight_scale: float = 0.05,
-    seed: int = 0,
-    extra: tuple[int, ...] = (),
-    omit: tuple[int, ...] = (),
-    activation: int = TANH,
-) -> ModelSpec:
-    """One LSTM with random weights: int8 ones with per-tensor `weight_scale`, an input of
-    scale 0.05 (zero point 3), a hidden state of scale 1/128 (zero point -4) and a cell state of
-    scale 2**cell_power. `extra`: optional inputs to add (peephole, projection, layer norm);
-    `omit`: inputs to leave out (CIFG)."""
-    rng = np.random.default_rng(seed)
-    quantized = dtype in (np.int8, np.int16)
-    wide = dtype == np.int16  # 16x8: int16 activations (zero point 0), int64 biases
-    sequence = (steps, batches) if time_major else (batches, steps)
-    tensors: list[TensorSpec] = []
-
-    def add(spec: TensorSpec) -> int:
-        tensors.append(spec)
-        return len(tensors) - 1
-
-    def weights(position: int, shape: tuple[int, ...]) -> int:
-        if quantized:
-            data = rng.integers(-127, 128, shape).astype(np.int8)
-            return add(TensorSpec(f"w{position}", np.int8, shape, data, [weight_scale], [0]))
-        data = rng.normal(0, 0.5, shape).astype(np.float32)
-        return add(TensorSpec(f"w{position}", np.float32, shape, data))
-
-    inputs = [-1] * 24
-    input_q = ([0.05], [3]) if quantized else (None, None)
-    hidden_q = ([1 / 128], [-4]) if quantized else (None, None)
-    if wide:
-        input_q, hidden_q = ([0.05 / 256], [0]), ([1 / 32768], [0])
-    inputs[0] = add(TensorSpec("input", dtype, (*sequence, features), None, *input_q))
-    for position in (1, 2, 3, 4, 5, 6, 7, 8, *extra):
-        if position in (12, 13, 14, 15):
-            continue
-        depth = features if position <= 4 else units
-        shape = (units, depth) if position <= 8 or position == 16 else (units,)
-        inputs[position] = weights(position, shape)
-    for position in (12, 13, 14, 15):
-        if wide:
-            data = rng.integers(-800_000, 800_000, units).astype(np.int64)
-            scale = [input_q[0][0] * weight_scale]
-            bias = TensorSpec(f"b{position}", np.int64, (units,), data, scale)
-        elif quantized:
-            data = rng.integers(-3000, 3000, units).astype(np.int32)
-            bias = TensorSpec(f"b{position}", np.int32, (units,), data, [0.05 * weight_scale])
-        else:
-            data = rng.normal(0, 0.5, units).astype(np.float32)
-            bias = TensorSpec(f"b{position}", np.float32, (units,), data)
-        inputs[position] = add(bias)
-    for position in omit:
-        inputs[position] = -1
-    inputs[HIDDEN] = add(
-        TensorSpec("hidden", dtype, (batches, units), None, *hidden_q, variable=True)
-    )
-    cell_type = np.int16 if quantized else np.float32
-    cell_q = ([2.0**cell_power], [0]) if quantized else (None, None)
-    inputs[CELL] = add(
-        TensorSpec("cell", cell_type, (batches, units), None, *cell_q, variable=True)
-    )
-    output = add(TensorSpec("output", dtype, (*sequence, units), None, *hidden_q))
-    options = {
-        "FusedActivationFunction": activation,
-        "CellClip": cell_clip,
-        "ProjClip": 0.0,
-        "TimeMajor": time_major,
-    }
-    op = OperatorSpec(
-        "UNIDIRECTIONAL_SEQUENCE_LSTM",
-        inputs,
-        [output],
-        "UnidirectionalSequenceLSTMOptions",
-        options,
-    )
-    return ModelSpec(tensors, [op], [inputs[0]], [output])
-
 
 FLOAT_CASES = {
     "batch_major": {},

@@ -17,145 +17,21 @@ from usmp_dialect.frontends.errors import ModelImportError
 from usmp_dialect.frontends.tflite.importer import import_tflite
 from usmp_dialect.testing import tflm
 from usmp_dialect.testing.stateful import compile_sequence, tflm_sequence
-from usmp_dialect.testing.tflite_writer import OperatorSpec, TensorSpec, write_model
+from usmp_dialect.testing.stateful_models import (
+    FLOAT_VARIANTS,
+    INT8_VARIANTS,
+    svdf_model,
+    svdf_tensors,
+)
+from usmp_dialect.testing.tflite_writer import OperatorSpec, write_model
 
 needs_tflm = pytest.mark.skipif(
     not tflm.available(), reason="tflite-micro (the reference) is not installed"
 )
 needs_gcc = pytest.mark.skipif(shutil.which("gcc") is None, reason="gcc is not installed")
 
-ACTIVATIONS = {"NONE": 0, "RELU": 1, "RELU_N1_TO_1": 2, "RELU6": 3, "TANH": 4}
 STEPS = 7
 RESETS = (4,)  # TFLM's reset() / our <p>_reset_state() before the fifth run
-
-
-def svdf_tensors(
-    prefix: str,
-    rng: np.random.Generator,
-    dtype: str,
-    batches: int,
-    input_size: int,
-    units: int,
-    rank: int,
-    memory: int,
-    state_zero_point: int = 0,
-    bias: bool = True,
-) -> list[TensorSpec]:
-    """input, weights_feature, weights_time, bias (always written; `bias=False` leaves it out
-    of the operator), activation state (variable), output."""
-    filters = units * rank
-    names = [f"{prefix}_{name}" for name in ("input", "wf", "wt", "bias", "state", "output")]
-    if dtype == "float32":
-        return [
-            TensorSpec(names[0], np.float32, [batches, input_size]),
-            TensorSpec(
-                names[1],
-                np.float32,
-                [filters, input_size],
-                data=rng.normal(size=(filters, input_size)).astype(np.float32),
-            ),
-            TensorSpec(
-                names[2],
-                np.float32,
-                [filters, memory],
-                data=rng.normal(size=(filters, memory)).astype(np.float32) * 0.5,
-            ),
-            TensorSpec(
-                names[3], np.float32, [units], data=rng.normal(size=units).astype(np.float32)
-            ),
-            TensorSpec(names[4], np.float32, [batches, filters * memory], variable=True),
-            TensorSpec(names[5], np.float32, [batches, units]),
-        ]
-    state_type = np.int16 if dtype == "int16" else np.int8
-    state_scale = 0.004 if dtype == "int16" else 0.6
-    time_scale = 0.0005 if dtype == "int16" else 0.004
-    time_limit = 400 if dtype == "int16" else 60
-    return [
-        TensorSpec(names[0], np.int8, [batches, input_size], scales=[0.05], zero_points=[3]),
-        TensorSpec(
-            names[1],
-            np.int8,
-            [filters, input_size],
-            data=rng.integers(-127, 128, (filters, input_size)).astype(np.int8),
-            scales=[0.02],
-        ),
-        TensorSpec(
-            names[2],
-            state_type,
-            [filters, memory],
-            data=rng.integers(-time_limit, time_limit, (filters, memory)).astype(state_type),
-            scales=[time_scale],
-        ),
-        TensorSpec(
-            names[3],
-            np.int32,
-            [units],
-            data=rng.integers(-20000, 20000, units).astype(np.int32),
-            scales=[state_scale * time_scale],
-        ),
-        TensorSpec(
-            names[4],
-            state_type,
-            [batches, filters * memory],
-            scales=[state_scale],
-            zero_points=[state_zero_point],
-            variable=True,
-        ),
-        TensorSpec(names[5], np.int8, [batches, units], scales=[0.15], zero_points=[-5]),
-    ]
-
-
-def svdf_model(variants: list[dict]) -> bytes:
-    """One model with an independent SVDF per variant (keyword arguments of `svdf_tensors`
-    plus `activation`), each with its own input and output."""
-    rng = np.random.default_rng(7)
-    tensors: list[TensorSpec] = []
-    operators: list[OperatorSpec] = []
-    inputs: list[int] = []
-    outputs: list[int] = []
-    for position, variant in enumerate(variants):
-        variant = dict(variant)
-        activation = ACTIVATIONS[variant.pop("activation", "NONE")]
-        bias = variant.get("bias", True)
-        base = len(tensors)
-        tensors += svdf_tensors(f"v{position}", rng, **variant)
-        bias_index = base + 3 if bias else -1
-        operators.append(
-            OperatorSpec(
-                "SVDF",
-                [base, base + 1, base + 2, bias_index, base + 4],
-                [base + 5],
-                "SVDFOptions",
-                {"Rank": variant["rank"], "FusedActivationFunction": activation},
-            )
-        )
-        inputs.append(base)
-        outputs.append(base + 5)
-    return write_model(tensors, operators, inputs, outputs)
-
-
-INT8_VARIANTS = [
-    dict(dtype="int16", batches=1, input_size=6, units=4, rank=1, memory=5),
-    dict(dtype="int16", batches=2, input_size=5, units=3, rank=2, memory=4),
-    dict(dtype="int16", batches=1, input_size=7, units=2, rank=3, memory=1),
-    dict(dtype="int8", batches=2, input_size=4, units=3, rank=2, memory=3, state_zero_point=-7),
-]
-FLOAT_VARIANTS = [
-    dict(dtype="float32", batches=1, input_size=6, units=4, rank=1, memory=5),
-    dict(dtype="float32", batches=2, input_size=5, units=3, rank=2, memory=4, activation="RELU"),
-    dict(dtype="float32", batches=1, input_size=3, units=2, rank=3, memory=2, activation="TANH"),
-    # (no variant without a bias: TFLM's PrepareSvdf dereferences the missing bias and crashes)
-    dict(
-        dtype="float32",
-        batches=1,
-        input_size=4,
-        units=2,
-        rank=2,
-        memory=3,
-        activation="RELU_N1_TO_1",
-    ),
-    dict(dtype="float32", batches=1, input_size=4, units=2, rank=1, memory=2, activation="RELU6"),
-]
 
 
 def _variable_tensors(model: bytes) -> dict[str, int]:

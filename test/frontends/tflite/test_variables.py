@@ -22,12 +22,7 @@ from usmp_dialect.frontends.errors import ModelImportError
 from usmp_dialect.frontends.tflite.importer import import_tflite
 from usmp_dialect.testing import tflm
 from usmp_dialect.testing.stateful import compile_sequence, tflm_sequence
-from usmp_dialect.testing.tflite_writer import (
-    OperatorSpec,
-    SubgraphSpec,
-    TensorSpec,
-    write_model,
-)
+from usmp_dialect.testing.stateful_models import accumulator
 
 needs_tflm = pytest.mark.skipif(
     not tflm.available(), reason="tflite-micro (the reference) is not installed"
@@ -35,44 +30,6 @@ needs_tflm = pytest.mark.skipif(
 needs_gcc = pytest.mark.skipif(shutil.which("gcc") is None, reason="gcc is not installed")
 RESOURCE = tflite.TensorType.RESOURCE
 STEPS, RESET = 5, 3
-
-
-def accumulator(dtype: str, init: bool, init_op: str = "ASSIGN_VARIABLE") -> bytes:
-    """y = x + acc; acc = y (int8: scale 0.1, zero point -3, so TFLM's default is -3)."""
-    element = np.int8 if dtype == "int8" else np.float32
-    quantized = {"scales": [0.1], "zero_points": [-3]} if dtype == "int8" else {}
-    tensors = [
-        TensorSpec("x", element, [1, 4], **quantized),
-        TensorSpec("handle", np.int32, [], type_code=RESOURCE),
-        TensorSpec("read", element, [1, 4], **quantized),
-        TensorSpec("y", element, [1, 4], **quantized),
-    ]
-    operators = [
-        OperatorSpec("VAR_HANDLE", [], [1], "VarHandleOptions", {"SharedName": "acc"}),
-        OperatorSpec("READ_VARIABLE", [1], [2]),
-        OperatorSpec("ADD", [0, 2], [3], "AddOptions"),
-        OperatorSpec("ASSIGN_VARIABLE", [1, 3], []),
-    ]
-    more = []
-    if init:
-        operators.insert(
-            0, OperatorSpec("CALL_ONCE", [], [], "CallOnceOptions", {"InitSubgraphIndex": 1})
-        )
-        value = (
-            np.array([[5, -7, 9, 1]], dtype=np.int8)
-            if dtype == "int8"
-            else np.array([[0.5, -1.25, 2.0, 0.0]], dtype=np.float32)
-        )
-        init_tensors = [
-            TensorSpec("init_handle", np.int32, [], type_code=RESOURCE),
-            TensorSpec("init_value", element, [1, 4], data=value, **quantized),
-        ]
-        init_operators = [
-            OperatorSpec("VAR_HANDLE", [], [0], "VarHandleOptions", {"SharedName": "acc"}),
-            OperatorSpec(init_op, [0, 1], []),
-        ]
-        more = [SubgraphSpec(init_tensors, init_operators)]
-    return write_model(tensors, operators, [0], [3], more_subgraphs=more)
 
 
 def _check(ours: np.ndarray, theirs: np.ndarray, what: str) -> None:

@@ -1,53 +1,22 @@
 """Runs models written with `tflite_writer` through our C and through TensorFlow Lite Micro on
 seeded random inputs and compares the outputs. The variants of one test are merged into one
-model (`merge`: independent subgraphs side by side), so each test compiles one C program."""
+model (`merge`: independent subgraphs side by side), so each test compiles one C program.
+`ModelSpec` and `merge` are the writer's (`usmp_dialect.testing.tflite_writer`), kept here
+for the tests that reach them as `oracle.ModelSpec`."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
 
 from usmp_dialect.testing import tflm
-from usmp_dialect.testing.tflite_writer import OperatorSpec, TensorSpec, write_model
+from usmp_dialect.testing.tflite_writer import ModelSpec, merge
 from usmp_dialect.validation.host import compile_model
 from usmp_dialect.validation.oracles import litert_outputs
 
-
-@dataclass
-class ModelSpec:
-    """What `write_model` takes: tensors, operators, graph inputs and outputs."""
-
-    tensors: list[TensorSpec]
-    operators: list[OperatorSpec]
-    inputs: list[int]
-    outputs: list[int]
-
-    def model(self) -> bytes:
-        return write_model(self.tensors, self.operators, self.inputs, self.outputs)
-
-
-def merge(parts: dict[str, ModelSpec]) -> bytes:
-    """One model computing every part; tensor names get the part's name as a prefix."""
-    tensors: list[TensorSpec] = []
-    operators: list[OperatorSpec] = []
-    inputs: list[int] = []
-    outputs: list[int] = []
-    for name, part in parts.items():
-        base = len(tensors)
-
-        def moved(indices: Sequence[int], base: int = base) -> list[int]:
-            return [index + base if index >= 0 else index for index in indices]
-
-        tensors += [replace(tensor, name=f"{name}_{tensor.name}") for tensor in part.tensors]
-        operators += [
-            replace(op, inputs=moved(op.inputs), outputs=moved(op.outputs)) for op in part.operators
-        ]
-        inputs += moved(part.inputs)
-        outputs += moved(part.outputs)
-    return write_model(tensors, operators, inputs, outputs)
+__all__ = ["ModelSpec", "assert_all_match", "assert_matches", "assert_matches_litert", "merge"]
 
 
 def assert_matches(
