@@ -731,36 +731,6 @@ def _check(command: Sequence[str], what: str) -> str:
     return done.stdout
 
 
-def harness_inputs(byte_counts: Sequence[int], seed: int) -> list[bytes]:
-    """The bytes the harness's `fill` writes into the inputs for `seed` (its xorshift32)."""
-    state = seed & 0x7FFFFFFF | 1
-    values: list[bytes] = []
-    for count in byte_counts:
-        chunk = bytearray()
-        for _ in range(count):
-            state ^= (state << 13) & 0xFFFFFFFF
-            state ^= state >> 17
-            state ^= (state << 5) & 0xFFFFFFFF
-            chunk.append(state & 0xFF)
-        values.append(bytes(chunk))
-    return values
-
-
-def printed_outputs(output: str, count: int) -> list[list[bytes]]:
-    """Per run, the output tensors the harness printed (`dump`: a name, then hex bytes)."""
-    lines = firmware.compared_lines(output)
-    runs: list[list[bytes]] = []
-    for index, line in enumerate(lines):
-        match = re.fullmatch(r"run \d+ status (\d+)", line)
-        if match is None:
-            continue
-        if match.group(1) != "0":
-            raise firmware.FirmwareError(f"the model returned status {match.group(1)}")
-        dumps = lines[index + 1 : index + 1 + count]
-        runs.append([bytes.fromhex("".join(d.split()[1:])) for d in dumps])
-    return runs
-
-
 def layer_instructions(output: str) -> dict[str, int]:
     """The `# L <name> <instructions>` lines of the first run (the probed build)."""
     rows: dict[str, int] = {}
@@ -835,7 +805,7 @@ def run_program(
         sizes[".rodata"],
         sizes[".data"] + sizes[".bss"],
         layer_instructions(firmware.run_firmware(probed)),
-        printed_outputs(output, len(model.outputs)),
+        firmware.printed_outputs(output, len(model.outputs)),
     )
 
 
@@ -847,7 +817,7 @@ def run_layers(
     probed_model = replace(model, source=instrument(model.source, model.prefix))
     probed = firmware.build_firmware(probed_model, directory, cpu)
     output = firmware.run_firmware(probed)
-    return layer_instructions(output), printed_outputs(output, len(model.outputs))
+    return layer_instructions(output), firmware.printed_outputs(output, len(model.outputs))
 
 
 def check_outputs(what: str, printed: list[list[bytes]], expected: list[list[bytes]]) -> None:
@@ -872,7 +842,9 @@ def tflm_outputs(path: Path, graph: Graph, program: Program) -> list[list[bytes]
         inputs = [
             np.frombuffer(raw, dtype=np.int8).reshape(graph.tensors[index].shape)
             for raw, index in zip(
-                harness_inputs(program.input_bytes, seed), graph.inputs, strict=True
+                firmware.harness_inputs(program.firmware_model(path.stem), seed),
+                graph.inputs,
+                strict=True,
             )
         ]
         outputs = tflm.run_with(interpreter, inputs, len(graph.outputs))

@@ -75,7 +75,7 @@ def test_ad01_on_host_cmsis_nn_equals_tflm(tmp_path: Path) -> None:
         extra_flags=("-isystem", str(cmsis_nn / "Include")),
         libraries=(library,),
     )
-    printed = script.printed_outputs(output, 1)
+    printed = firmware.printed_outputs(output, 1)
     assert len(printed) == len(script.DATA_SEEDS)
     script.check_outputs("ad01 CMSIS-NN (host)", printed, script.tflm_outputs(path, graph, program))
 

@@ -33,6 +33,7 @@ import io
 import os
 import re
 import shutil
+import struct
 import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -121,6 +122,9 @@ class FirmwareModel:
     gives each an output section in the extra region."""
     workspace_io: bool = False
     """U4: the inputs and outputs live in the workspace (`<p>_map_inputs` / `_map_outputs`)."""
+    reset_takes_pools: bool | None = None
+    """None: the model has no state (SPEC §13); else whether `<p>_reset_state` takes the
+    pools struct (an external state pool) or nothing."""
 
 
 def toolchain_missing() -> str | None:
@@ -204,6 +208,7 @@ def model_from_module(
         external,
         sections,
         interface.workspace_io,
+        any(not p.internal for p in interface.state_pools) if interface.state_pools else None,
     )
 
 
@@ -228,11 +233,16 @@ def model_from_file(
 # ---- C sources -----------------------------------------------------------------------------
 
 
-def harness_source(model: FirmwareModel, data_seeds: Sequence[int] = (1,)) -> str:
-    """The `main` of both builds: for each data seed, fill the inputs, run, print the outputs.
-    Compiled with `-DUSMP_FIRMWARE` it prints through semihosting and adds the measurements
-    of the first run."""
+def harness_source(
+    model: FirmwareModel, data_seeds: Sequence[int] = (1,), resets: Sequence[int] = ()
+) -> str:
+    """The `main` of both builds: for each data seed, fill the inputs, run, print the outputs;
+    a stateful model's state carries over from run to run, and `<p>_reset_state` is called
+    before the runs whose index is in `resets`. Compiled with `-DUSMP_FIRMWARE` it prints
+    through semihosting and adds the measurements of the first run."""
     p = model.prefix
+    if resets and model.reset_takes_pools is None:
+        raise ValueError(f"{model.name} has no state to reset")
     lines = [
         "#include <stddef.h>",
         "#include <stdint.h>",
@@ -340,6 +350,10 @@ def harness_source(model: FirmwareModel, data_seeds: Sequence[int] = (1,)) -> st
             lines.append(f"  fill(io_{tensor.name}, {tensor.size_bytes}, {int(tensor.is_float)});")
         for tensor in model.outputs:
             lines.append(f"  memset(io_{tensor.name}, 0xA5, {tensor.size_bytes});")
+        if run in resets:
+            lines.append(
+                f"  status |= {p}_reset_state({pools_pointer if model.reset_takes_pools else ''});"
+            )
         call = (
             f"{p}_run({pools_pointer})"
             if model.workspace_io
@@ -401,11 +415,13 @@ def _run(command: Sequence[str], what: str, timeout_s: float | None = None) -> s
     return done.stdout
 
 
-def write_sources(model: FirmwareModel, directory: Path, data_seeds: Sequence[int]) -> None:
+def write_sources(
+    model: FirmwareModel, directory: Path, data_seeds: Sequence[int], resets: Sequence[int] = ()
+) -> None:
     directory.mkdir(parents=True, exist_ok=True)
     (directory / "model.c").write_text(model.source)
     (directory / f"{model.prefix}.h").write_text(model.header)
-    (directory / "harness.c").write_text(harness_source(model, data_seeds))
+    (directory / "harness.c").write_text(harness_source(model, data_seeds, resets))
 
 
 @dataclass(frozen=True)
@@ -425,11 +441,12 @@ def build_firmware(
     data_seeds: Sequence[int] = (1,),
     extra_flags: Sequence[str] = (),
     libraries: Sequence[Path] = (),
+    resets: Sequence[int] = (),
 ) -> Firmware:
     """Cross-compiles the model (strict warnings, plus `extra_flags`), the harness and the
     runtime, and links them and the static `libraries` with the harness's linker script
     (`-fstack-usage` writes `model.su`, the linker `firmware.map`)."""
-    write_sources(model, directory, data_seeds)
+    write_sources(model, directory, data_seeds, resets)
     (directory / "startup.c").write_text(STARTUP_SOURCE)
     (directory / "firmware.ld").write_text(linker_script(model.sections, cpu.extra_region))
     base = [ARM_GCC, *cpu.flags, optimization, "-ffunction-sections", "-fdata-sections"]
@@ -510,11 +527,12 @@ def run_native(
     optimization: str = "-O2",
     extra_flags: Sequence[str] = (),
     libraries: Sequence[Path] = (),
+    resets: Sequence[int] = (),
 ) -> str:
     """Builds the same harness with the host compiler (strict warnings, plus `extra_flags`),
     links the static `libraries`, and runs it."""
     compiler = cc or os.environ.get("USMP_DIFFERENTIAL_CC", "gcc")
-    write_sources(model, directory, data_seeds)
+    write_sources(model, directory, data_seeds, resets)
     program = directory / "native"
     _run(
         [
@@ -534,6 +552,44 @@ def run_native(
         f"{compiler} (native)",
     )
     return _run([str(program)], "native run", RUN_TIMEOUT_S)
+
+
+def harness_inputs(model: FirmwareModel, seed: int) -> list[bytes]:
+    """The bytes the harness's `fill` writes into the model's inputs for `seed` (its
+    xorshift32: a byte per number, or a float `(n % 129 - 64) / 4` per four bytes)."""
+    state = seed & 0x7FFFFFFF | 1
+
+    def next_random() -> int:
+        nonlocal state
+        state ^= (state << 13) & 0xFFFFFFFF
+        state ^= state >> 17
+        state ^= (state << 5) & 0xFFFFFFFF
+        return state
+
+    values: list[bytes] = []
+    for tensor in model.inputs:
+        if tensor.is_float:
+            floats = [(next_random() % 129 - 64) / 4.0 for _ in range(tensor.size_bytes // 4)]
+            values.append(struct.pack(f"<{len(floats)}f", *floats).ljust(tensor.size_bytes, b"\0"))
+        else:
+            values.append(bytes(next_random() & 0xFF for _ in range(tensor.size_bytes)))
+    return values
+
+
+def printed_outputs(output: str, count: int) -> list[list[bytes]]:
+    """Per run, the `count` output tensors the harness printed (`dump`: a name, then hex
+    bytes); a run whose status is not 0 is an error."""
+    lines = compared_lines(output)
+    runs: list[list[bytes]] = []
+    for index, line in enumerate(lines):
+        match = re.fullmatch(r"run \d+ status (\d+)", line)
+        if match is None:
+            continue
+        if match.group(1) != "0":
+            raise FirmwareError(f"the model returned status {match.group(1)}")
+        dumps = lines[index + 1 : index + 1 + count]
+        runs.append([bytes.fromhex("".join(d.split()[1:])) for d in dumps])
+    return runs
 
 
 def compared_lines(output: str) -> list[str]:
@@ -581,12 +637,16 @@ def compare(
     data_seeds: Sequence[int] = (1, 2),
     optimization: str = "-O2",
     native_output: str | None = None,
+    resets: Sequence[int] = (),
 ) -> Comparison:
-    """Runs the model on the emulated CPU and on the host; lists the output lines that differ."""
-    firmware = build_firmware(model, directory / cpu.name, cpu, optimization, data_seeds)
+    """Runs the model on the emulated CPU and on the host (one run per data seed, the state
+    reset before the runs in `resets`); lists the output lines that differ."""
+    firmware = build_firmware(
+        model, directory / cpu.name, cpu, optimization, data_seeds, resets=resets
+    )
     firmware_output = run_firmware(firmware)
     if native_output is None:
-        native_output = run_native(model, directory / "native", data_seeds)
+        native_output = run_native(model, directory / "native", data_seeds, resets=resets)
     want, got = compared_lines(native_output), compared_lines(firmware_output)
     mismatches = [
         f"line {index}: x86 {a[:60]!r} vs {cpu.name} {b[:60]!r}"

@@ -175,3 +175,16 @@ def chain() -> ModelSpec:
         OperatorSpec("DEQUANTIZE", [14], [15]),
     ]
     return ModelSpec(tensors, operators, [0], [14, 15])
+
+
+def softmax(shape: tuple[int, ...], input_scale: float, beta: float = 1.0) -> ModelSpec:
+    """An int16 SOFTMAX (output scale 1/32768, zero point 0, as TFLM requires)."""
+    tensors = [int16("x", shape, input_scale), int16("y", shape, 1 / 32768)]
+    op = OperatorSpec("SOFTMAX", [0], [1], "SoftmaxOptions", {"Beta": beta})
+    return ModelSpec(tensors, [op], [0], [1])
+
+
+def activation(opcode: str, input_scale: float, shape: tuple[int, ...]) -> ModelSpec:
+    """An int16 LOGISTIC or TANH (`opcode`; output scale 2**-15, zero point 0)."""
+    tensors = [int16("x", shape, input_scale), int16("y", shape, 2.0**-15)]
+    return ModelSpec(tensors, [OperatorSpec(opcode, [0], [1])], [0], [1])

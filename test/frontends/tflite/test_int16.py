@@ -25,10 +25,12 @@ from usmp_dialect.testing.int16_models import (
     RELU6,
     SAME,
     VALID,
+    activation,
     chain,
     convolution,
     fully_connected,
     int16,
+    softmax,
 )
 from usmp_dialect.testing.tflite_writer import OperatorSpec, TensorSpec
 from usmp_dialect.validation.host import PREFIX, compile_model
@@ -225,12 +227,6 @@ def test_a_16x8_network_matches_tflm_under_the_sanitizers_within_its_arena(
     subprocess.run(["gcc", *strict], check=True, capture_output=True)
 
 
-def softmax(shape: tuple[int, ...], input_scale: float, beta: float = 1.0) -> ModelSpec:
-    tensors = [int16("x", shape, input_scale), int16("y", shape, 1 / 32768)]
-    op = OperatorSpec("SOFTMAX", [0], [1], "SoftmaxOptions", {"Beta": beta})
-    return ModelSpec(tensors, [op], [0], [1])
-
-
 def test_softmax_int16_matches_tflm(tmp_path: Path) -> None:
     """Input scales from a range of a few units (most differences inside the `exp` table's
     [-10, 0]) to one of hundreds (most beyond it), over long and short rows."""
@@ -276,11 +272,6 @@ ACTIVATION_SCALES = {
     "half": 0.5,
     "large": 2.6,
 }
-
-
-def activation(opcode: str, input_scale: float, shape: tuple[int, ...]) -> ModelSpec:
-    tensors = [int16("x", shape, input_scale), int16("y", shape, 2.0**-15)]
-    return ModelSpec(tensors, [OperatorSpec(opcode, [0], [1])], [0], [1])
 
 
 def test_logistic_and_tanh_on_int16_match_tflm_on_every_input(tmp_path: Path) -> None:
