@@ -133,9 +133,7 @@ class TensorNames:
         return name
 
 
-def quantization_attribute(
-    scale: float, zero_point: int, unsigned: bool = False
-) -> DictionaryAttr:
+def quantization_attribute(scale: float, zero_point: int, unsigned: bool = False) -> DictionaryAttr:
     """`{scale = <f64>, zero_point = <i64>}`: per-tensor affine quantisation of a tensor;
     `unsigned`: its bytes are uint8 (an i8 in the IR), `storage = "uint8"`."""
     fields: dict[str, Attribute] = {
