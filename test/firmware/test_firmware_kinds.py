@@ -1,4 +1,4 @@
-"""Stateful, recurrent, 16x8 and bool/int32 models on the emulated Cortex-M (QEMU), run after
+"""Stateful, recurrent, 16x8, bool/int32 and uint8 models on the emulated Cortex-M (QEMU), run after
 run in one firmware: the state (LSTM hidden and cell state, SVDF activation state, resource
 variables) carries over from one `<p>_run` to the next and `<p>_reset_state()` is called
 before one of them. Every run's outputs must equal the x86 build's byte for byte and TFLM's
@@ -24,6 +24,7 @@ from usmp_dialect.testing.stateful_models import (
     svdf_model,
 )
 from usmp_dialect.testing.tflite_writer import ModelSpec, OperatorSpec, TensorSpec, merge
+from usmp_dialect.testing.uint8_models import camera_add, camera_streamed
 from usmp_dialect.validation.host import entry_ports
 
 pytestmark = [
@@ -95,6 +96,8 @@ MODELS: dict[str, Callable[[], bytes]] = {
     "variable_in_loop": control_flow_models.variable_in_loop,
     "int16": int16_model,
     "bool_int32": typed_model,
+    # uint8 image in and out, int8 convolutions streamed in rows between them
+    "uint8": lambda: merge({"camera": camera_streamed(), "add": camera_add()}),
 }
 
 
@@ -120,6 +123,7 @@ def _tflm_runs(
         ("svdf_int8", "m3"),
         ("int16", "m3"),
         ("lstm_keras_int8", "m7"),
+        ("uint8", "m3"),
     ],
 )
 def test_runs_on_cortex_m_like_tflm_run_after_run(name: str, cpu: str, tmp_path: Path) -> None:
@@ -129,7 +133,7 @@ def test_runs_on_cortex_m_like_tflm_run_after_run(name: str, cpu: str, tmp_path:
     model = firmware.model_from_file(path)
     stateful = model.reset_takes_pools is not None
     resets = RESETS if stateful else ()
-    assert stateful == (name not in ("int16", "bool_int32")), "the model's state pool"
+    assert stateful == (name not in ("int16", "bool_int32", "uint8")), "the model's state pool"
     comparison = firmware.compare(model, tmp_path, firmware.CPUS[cpu], SEEDS, resets=resets)
     assert comparison.ok, "\n".join(comparison.mismatches)
 
