@@ -1,7 +1,7 @@
 """Rearrangements whose every output element is one input element (or a pad value) found by
 index arithmetic: SPACE_TO_BATCH_ND, BATCH_TO_SPACE_ND and MIRROR_PAD (DEPTH_TO_SPACE and
-SPACE_TO_DEPTH are transposes of reshaped views, `data_movement.transpose`), and GATHER of an
-activation by constant indices (`gather`).
+SPACE_TO_DEPTH are transposes of reshaped views, `data_movement.transpose`), and GATHER
+(`gather`) of an activation or a constant by constant indices or by indices read at run time.
 
 `remap` loops over the output in order and computes, per output dimension, which input index
 it reads; `SourceAxis` describes that per-dimension map as a small affine program so the
@@ -97,17 +97,35 @@ def gather(
     name: str,
     input_type: MemRefType,
     output_type: MemRefType,
-    indices: np.ndarray,
+    indices: np.ndarray | None,
+    input_global: str | None = None,
 ) -> None:
-    """Adds `@name(%input, %output)`: GATHER along the middle axis of the 3-D views
-    `input [outer, size, inner]` and `output [outer, len(indices), inner]`, the constant
-    indices read from a table: `output[o, k, i] = input[o, indices[k], i]`."""
-    op, kernel, (source, target) = function(name, [("input", input_type), ("output", output_type)])
-    table = kernel.get_global(*module.constant(f"{name}_indices", indices.astype(np.int32)))
+    """Adds `@name([%input,] [%indices,] %output)`: GATHER along the middle axis of the 3-D
+    views `input [outer, size, inner]` and `output [outer, count, inner]`:
+    `output[o, k, i] = input[o, indices[k], i]`. Constant `indices` are read from a table;
+    `None`: they are the argument `%indices` (`count` int32 values read at run time, as
+    TFLM's GATHER reads its positions tensor), each clamped into `[0, size)` (TFLM's `Invoke`
+    fails on one outside; a compiled model cannot fail, so it reads the nearest slice, as
+    EMBEDDING_LOOKUP does). `input_global` names the input's constant global (then it is no
+    argument)."""
+    size, count = input_type.get_shape()[1], output_type.get_shape()[1]
+    arguments = [] if input_global is not None else [("input", input_type)]
+    if indices is None:
+        arguments.append(("indices", MemRefType(i32, [count])))
+    op, kernel, values = function(name, [*arguments, ("output", output_type)])
+    source = kernel.get_global(input_global, input_type) if input_global else values[0]
+    if indices is None:
+        table = values[-2]
+    else:
+        table = kernel.get_global(*module.constant(f"{name}_indices", indices.astype(np.int32)))
+    target = values[-1]
 
     def body(ivs: Sequence[Value]) -> None:
         outer, position, inner = ivs
-        index = kernel.cast(kernel.load(table, [position]), INDEX)
+        index = kernel.load(table, [position])
+        if indices is None:
+            index = kernel.clamp(index, 0, size - 1)
+        index = kernel.cast(index, INDEX)
         kernel.store(kernel.load(source, [outer, index, inner]), target, ivs)
 
     kernel.loops(output_type.get_shape(), body)

@@ -193,3 +193,81 @@ def test_mirror_pad_beyond_the_input_is_refused() -> None:
     spec = mirror_op(np.float32, (3, 4), [[3, 0], [0, 0]], REFLECT)
     with pytest.raises(ModelImportError, match="exceed what REFLECT allows"):
         import_tflite(spec.model(), "m.tflite")
+
+
+def _runtime_gather(
+    dtype: type, shape: tuple[int, ...], count: tuple[int, ...], axis: int, table: bool
+) -> oracle.ModelSpec:
+    """GATHER by an int32 indices input of shape `count` along `axis`, of an activation or of
+    a constant `table`."""
+    positive = axis % len(shape)
+    out = (*shape[:positive], *count, *shape[positive + 1 :])
+    data = None
+    if table:
+        rng = np.random.default_rng(len(shape) + positive)
+        data = (
+            rng.integers(-128, 128, shape).astype(np.int8)
+            if dtype == np.int8
+            else rng.standard_normal(shape).astype(np.float32)
+        )
+    source = _activation("x", dtype, shape)
+    tensors = [
+        TensorSpec(source.name, dtype, shape, data, source.scales, source.zero_points),
+        TensorSpec("indices", np.int32, count),
+        _activation("y", dtype, out),
+    ]
+    op = OperatorSpec("GATHER", [0, 1], [2], "GatherOptions", {"Axis": axis})
+    return oracle.ModelSpec(tensors, [op], [1] if table else [0, 1], [2])
+
+
+RUNTIME_GATHERS = {
+    "rows": ((5, 3), (4,), 0, False),
+    "middle": ((2, 6, 3), (3, 2), 1, False),
+    "last": ((2, 3, 4), (2,), -1, False),
+    "table_rows": ((7, 4), (3,), 0, True),  # an embedding table looked up with GATHER
+    "table_middle": ((2, 5, 3), (2,), 1, True),
+}
+
+
+@needs_gcc
+@needs_tflm
+@pytest.mark.parametrize("dtype", [np.int8, np.float32], ids=["int8", "float32"])
+def test_gather_by_indices_read_at_run_time_matches_tflite_micro(
+    tmp_path: Path, dtype: type
+) -> None:
+    """GATHER whose int32 indices are an input (a WHILE body's loop counter in a Keras RNN),
+    of an activation or a constant, along each axis, under ASan/UBSan; indices drawn within
+    the axis (TFLM fails on others; ours read the nearest slice: checked by hand below)."""
+    parts = {
+        name: _runtime_gather(dtype, *case)  # type: ignore[arg-type]
+        for name, case in RUNTIME_GATHERS.items()
+    }
+    model = oracle.merge(parts)
+    path = tmp_path / "model.tflite"
+    path.write_bytes(model)
+    compiled = compile_model(path, tmp_path / "build", sanitize=True)
+    sizes = {f"{name}_indices": case[0][case[2]] for name, case in RUNTIME_GATHERS.items()}
+    rng = np.random.default_rng(0)
+    for _ in range(3):
+        inputs = tflm.random_inputs(compiled.inputs, rng)
+        for position, port in enumerate(compiled.inputs):
+            if port.name in sizes:
+                inputs[position] = rng.integers(0, sizes[port.name], port.shape, dtype=np.int32)
+        ours, _ = compiled.run(inputs)
+        tflm.assert_matches(ours, tflm.run(model, inputs, len(ours)))
+    # An index outside the axis reads the nearest slice (-7 the first, 99 the last row).
+    spec = _runtime_gather(dtype, (5, 3), (2,), 0, False)
+    path.write_bytes(spec.model())
+    compiled = compile_model(path, tmp_path / "clamped", sanitize=True)
+    x = np.arange(15).reshape(5, 3).astype(dtype)
+    ours, _ = compiled.run([x, np.array([-7, 99], np.int32)])
+    np.testing.assert_array_equal(ours[0], x[[0, 4]])
+
+
+def test_gather_by_indices_of_another_type_is_refused() -> None:
+    """TFLM's GATHER reads int32 positions only: int64 indices of an activation are refused
+    in the scan."""
+    spec = _runtime_gather(np.float32, (5, 3), (2,), 0, False)
+    spec.tensors[1] = TensorSpec("indices", np.int64, (2,))
+    with pytest.raises(ModelImportError, match="operator GATHER on int64"):
+        import_tflite(spec.model(), "m.tflite")

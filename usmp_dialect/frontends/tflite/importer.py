@@ -204,6 +204,9 @@ ACTIVATION_TYPES_OF: dict[str, tuple[np.dtype, ...]] = {}
 # compute bool from int8, ARG_MAX int32 from float32): its activation inputs are then checked
 # against ACTIVATION_TYPES_OF and its outputs against this.
 OUTPUT_TYPES_OF: dict[str, tuple[np.dtype, ...]] = {}
+# The element types of particular activation inputs where they differ from the operator's
+# (GATHER's positions are int32 whatever it gathers): input position -> types.
+INPUT_TYPES_OF: dict[str, dict[int, tuple[np.dtype, ...]]] = {}
 # A handler's check of an operator's options before the import: what it does not support
 # (e.g. "fused activation TANH"), or None.
 Supports = Callable[[Operator], str | None]
@@ -215,11 +218,13 @@ def operator(
     types: tuple[np.dtype, ...] = ACTIVATION_TYPES,
     supports: Supports | None = None,
     outputs: tuple[np.dtype, ...] | None = None,
+    inputs: dict[int, tuple[np.dtype, ...]] | None = None,
 ) -> Callable[[Handler], Handler]:
     """Registers a handler for TFLite builtin operators `opcodes` computing on activations of
     `types` (`()`: folded at import, constants only); `outputs`: the types of its outputs when
-    they are not `types` (then `types` are its inputs'); `supports` checks an operator's
-    options in the pre-scan."""
+    they are not `types` (then `types` are its inputs'); `inputs`: the types of the inputs at
+    some positions when they are neither; `supports` checks an operator's options in the
+    pre-scan."""
 
     def register(handler: Handler) -> Handler:
         for opcode in opcodes:
@@ -227,6 +232,8 @@ def operator(
             ACTIVATION_TYPES_OF[opcode] = types
             if outputs is not None:
                 OUTPUT_TYPES_OF[opcode] = outputs
+            if inputs is not None:
+                INPUT_TYPES_OF[opcode] = inputs
             if supports is not None:
                 SUPPORTS[opcode] = supports
         return handler
@@ -285,8 +292,12 @@ def unsupported(graph: Graph) -> list[Finding]:
         if ACTIVATION_TYPES_OF[op.opcode] and not folded:
             types_in = ACTIVATION_TYPES_OF[op.opcode]
             types_out = OUTPUT_TYPES_OF.get(op.opcode, types_in)
+            types_at = INPUT_TYPES_OF.get(op.opcode, {})
             for index, allowed in (
-                *((index, types_in) for index in inputs),
+                *(
+                    (index, types_at.get(position, types_in))
+                    for position, index in enumerate(op.inputs)
+                ),
                 *((index, types_out) for index in op.outputs),
             ):
                 if index >= 0 and index not in constant:

@@ -36,11 +36,13 @@ CONTROL_FLOW = "control flow: runs its subgraphs (any operator above; bool condi
 
 def tflite_support() -> dict[str, str]:
     """TFLite opcode -> what the TFLite importer computes it with (`int8, float32`; `int8,
-    float32 -> int32` when its outputs' types differ from its inputs'; `FOLDED`; or
-    `CONTROL_FLOW` for IF and WHILE), for every registered operator."""
+    float32 -> int32` when its outputs' types differ from its inputs'; `(input 1: int32)` for
+    an input whose types differ from both; `FOLDED`; or `CONTROL_FLOW` for IF and WHILE), for
+    every registered operator."""
     from usmp_dialect.frontends.tflite import ops  # noqa: F401  (registers the handlers)
     from usmp_dialect.frontends.tflite.importer import (
         ACTIVATION_TYPES_OF,
+        INPUT_TYPES_OF,
         OUTPUT_TYPES_OF,
     )
     from usmp_dialect.frontends.tflite.importer import (
@@ -57,6 +59,8 @@ def tflite_support() -> dict[str, str]:
             text = CONTROL_FLOW
         elif opcode in OUTPUT_TYPES_OF:
             text += f" -> {names(OUTPUT_TYPES_OF[opcode])}"
+        for position, at in sorted(INPUT_TYPES_OF.get(opcode, {}).items()):
+            text += f" (input {position}: {names(at)})"
         support[opcode] = text
     return support
 

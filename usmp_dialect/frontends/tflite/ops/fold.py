@@ -19,6 +19,7 @@ import numpy as np
 import tflite
 
 from usmp_dialect.frontends.tflite.importer import OperatorContext, operator
+from usmp_dialect.frontends.tflite.ops.common import INT32
 from usmp_dialect.frontends.tflite.ops.rearrange import gather_activation
 from usmp_dialect.frontends.tflite.reader import Tensor
 
@@ -254,12 +255,13 @@ def _require_constant(context: OperatorContext, what: str) -> None:
             )
 
 
-@operator("GATHER")
+@operator("GATHER", inputs={1: (INT32,)})
 def gather(context: OperatorContext) -> None:
-    """Folded on a constant input; an activation input is gathered by a kernel
-    (`rearrange.gather_activation`), the indices constant either way."""
+    """Folded when the input and the indices are constants; otherwise gathered by a kernel
+    (`rearrange.gather_activation`): constant indices, or int32 indices read at run time (a
+    loop counter picking a step of a sequence, as a Keras RNN exported as a WHILE does)."""
     options = context.op.option(tflite.GatherOptions)
-    indices = context.constant(1)
+    indices = context.constant(1) if context.is_constant(1) else None
     params = context.constant(0) if context.is_constant(0) else None
     shape = context.tensor(0).shape if params is None else params.shape
     axis = options.Axis() if options is not None else 0
@@ -269,9 +271,12 @@ def gather(context: OperatorContext) -> None:
     if not -len(shape) <= axis < len(shape):
         raise context.fail(f"axis {axis} is outside the {len(shape)}-D input")
     axis %= len(shape)
+    size = shape[axis]
+    if indices is None:  # int32 (the scan checks it)
+        gather_activation(context, axis, None, params)
+        return
     if indices.dtype not in (np.int32, np.int64):
         raise context.fail(f"indices of type {indices.dtype.name}")
-    size = shape[axis]
     if indices.size and (indices.min() < 0 or indices.max() >= size):
         raise context.fail(f"an index lies outside [0, {size})")
     if params is None:

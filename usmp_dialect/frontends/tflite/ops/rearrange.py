@@ -2,9 +2,9 @@
 and float32; values are moved, never rescaled, as in TFLM). DEPTH_TO_SPACE and SPACE_TO_DEPTH
 are transposes of 6-D views; the others index arithmetic per output dimension
 (`kernels.rearrange`). SPACE_TO_BATCH_ND pads with the real 0 as TFLite does (TFLM's pad value
-is uninitialised memory). GATHER of an activation by constant indices (`gather_activation`,
-called by GATHER's handler in `fold`, which folds it when the input is a constant) and
-GATHER_ND likewise."""
+is uninitialised memory). GATHER of an activation by constant indices, or of an activation or
+a constant by int32 indices read at run time (`gather_activation`, called by GATHER's handler
+in `fold`, which folds it when both are constants), and GATHER_ND by constant indices."""
 
 from __future__ import annotations
 
@@ -194,26 +194,54 @@ def remap_input(context: OperatorContext, dtype: np.dtype, axes: list[SourceAxis
     context.call([context.value(0)], [context.result()])
 
 
-def gather_activation(context: OperatorContext, axis: int, indices: np.ndarray) -> None:
-    """GATHER of an activation (int8 or float32) by constant `indices` along `axis` (in
-    range, checked by the caller), values copied as TFLM copies them."""
+def gather_activation(
+    context: OperatorContext,
+    axis: int,
+    indices: np.ndarray | None,
+    params: np.ndarray | None = None,
+) -> None:
+    """GATHER (int8 or float32 values, copied as TFLM copies them) along `axis` of an
+    activation by constant `indices` (in range, checked by the caller), or of an activation or
+    the constant `params` by the int32 indices of input 1 read at run time (`indices` None;
+    one outside the axis reads the nearest slice, where TFLM's `Invoke` fails)."""
     source, output = context.tensor(0), context.tensor(0, output=True)
-    dtype = require_types(context, source, output)
-    shape = source.shape
-    _expect(context, (*shape[:axis], *indices.shape, *shape[axis + 1 :]))
+    if params is None:
+        dtype = require_types(context, source, output)
+    else:
+        dtype = require_types(context, output)
+        if params.dtype != dtype:
+            raise context.fail(f"a {params.dtype.name} input into a {dtype.name} output")
+    shape = source.shape if params is None else params.shape
+    positions = indices.shape if indices is not None else tuple(context.tensor(1).shape)
+    output_shape = tuple(context.tensor(0, output=True).shape)
+    if (
+        indices is None
+        and positions == (1,)
+        and output_shape == (*shape[:axis], *shape[axis + 1 :])
+    ):
+        positions = ()  # a scalar index (a loop counter), a one-element vector of ours
+    _expect(context, (*shape[:axis], *positions, *shape[axis + 1 :]))
     outer, inner = int(np.prod(shape[:axis])), int(np.prod(shape[axis + 1 :]))
+    count = int(np.prod(positions))
     view_in = (outer, shape[axis], inner)
-    view_out = (outer, int(indices.size), inner)
+    view_out = (outer, count, inner)
+    values = []
+    input_global = None
+    if params is None:
+        values.append(context.view(context.value(0), view_in))
+    else:
+        input_global, _ = context.module.constant(f"{context.name}_input", params.reshape(view_in))
+    if indices is None:
+        values.append(context.view(context.value(1), (count,)))
     gather(
         context.module,
         context.name,
         memref_of(view_in, dtype),
         memref_of(view_out, dtype),
-        indices.reshape(-1),
+        None if indices is None else indices.reshape(-1),
+        input_global,
     )
-    context.call(
-        [context.view(context.value(0), view_in)], [context.view(context.result(), view_out)]
-    )
+    context.call(values, [context.view(context.result(), view_out)])
 
 
 @operator("GATHER_ND")
