@@ -2,7 +2,9 @@
 int8 IF whose branches compute differently (ADD, CONV_2D), a float IF, a float WHILE running a
 data-dependent number of turns (none too), an IF nested in a WHILE body, a resource variable
 updated in a WHILE body (initialised by CALL_ONCE), a loop on scalars as TensorFlow exports
-it (float and int32 counters), each with both condition values; the
+it (float and int32 counters), each with both condition values, and models the TensorFlow
+Lite converter wrote (`tf.cond`, `tf.while_loop`, float and int8, and Keras 3 LSTM, GRU and
+SimpleRNN layers, which it writes as WHILE loops); the
 compiled C (the default pipeline: fused streaming, in-place operators, memory-aware order)
 byte for byte against TFLM, one under ASan/UBSan, the C clean under the strict warning set;
 the refusals in one line and the operator report's labels."""
@@ -96,6 +98,66 @@ def test_matches_tflm(name: str, tmp_path: Path) -> None:
 @needs_gcc
 def test_nested_matches_tflm_under_sanitizers(tmp_path: Path) -> None:
     _compare("nested", tmp_path / "nested", sanitize=True)
+
+
+CONVERTED = Path(__file__).parent / "Inputs"  # scripts/make_control_flow_models.py
+
+
+def _converted_inputs(name: str, shape: tuple[int, ...], dtype: np.dtype) -> list[np.ndarray]:
+    """The runs of a converter-exported model: for the IF, inputs of either sign (both
+    branches); for the WHILE, inputs that stop it at once (float: 0 turns), never (the
+    counter's 16) and in between; random ones for the RNNs."""
+    rng = np.random.default_rng(5)
+    if dtype == np.int8:
+        codes = [rng.integers(-128, 128, shape) for _ in range(4)]
+        if name.startswith("tf_"):
+            codes += [
+                np.full(shape, 127),
+                np.full(shape, -128),
+                np.abs(codes[0]),
+                -np.abs(codes[1]),
+            ]
+        return [np.clip(c, -128, 127).astype(np.int8) for c in codes]
+    values = [rng.standard_normal(shape) for _ in range(4)]
+    if name.startswith("tf_cond"):
+        values += [np.abs(values[0]), -np.abs(values[1])]
+    if name.startswith("tf_while"):
+        values += [np.full(shape, 20.0), np.full(shape, -5.0), np.zeros(shape)]
+    return [v.astype(np.float32) for v in values]
+
+
+@needs_tflm
+@needs_gcc
+@pytest.mark.parametrize(
+    "name",
+    [
+        "tf_cond_float",
+        "tf_cond_int8",
+        "tf_while_float",
+        "tf_while_int8",
+        "keras3_lstm_float",
+        "keras3_gru_float",
+        "keras3_simplernn_float",
+    ],
+)
+def test_converter_exports_match_tflm(name: str, tmp_path: Path) -> None:
+    """Models the TensorFlow Lite converter wrote from `tf.cond`, `tf.while_loop` and Keras 3
+    recurrent layers (a WHILE over the steps whose body GATHERs the step of its int32 counter)
+    run as TFLM runs them: int8 byte for byte, float within 1e-5; the GRU under ASan/UBSan."""
+    path = CONVERTED / f"{name}.tflite"
+    model = path.read_bytes()
+    compiled = compile_model(path, tmp_path, sanitize=name == "keras3_gru_float")
+    (port,) = compiled.inputs
+    turns = set()
+    for x in _converted_inputs(name, port.shape, port.dtype):
+        ours, _ = compiled.run([x])
+        theirs = tflm.run(model, [x], len(ours))
+        tflm.assert_matches(ours, theirs, [f"{name}: {p.name}" for p in compiled.outputs])
+        if name.startswith("tf_while"):
+            turns.add(int(np.asarray(theirs[1]).reshape(-1)[0]))
+    if name.startswith("tf_while"):  # the counter's bound, fewer, and (float) no turn
+        assert 16 in turns and len(turns) >= 3, turns
+        assert 0 in turns or port.dtype == np.int8, turns  # int8 inputs stay below 10
 
 
 @needs_gcc
