@@ -131,3 +131,29 @@ def gather(
     kernel.loops(output_type.get_shape(), body)
     finish(kernel)
     module.add(op)
+
+
+def set_row(module: ModelModule, name: str, list_type: MemRefType) -> None:
+    """Adds `@name(%list, %item, %index, %output)`: `output` (of `list_type`, `[rows, inner]`)
+    is `list` with row `index[0]` replaced by `item` (`[1, inner]`), the index clamped into
+    `[0, rows)` (the TensorList write of `frontends/tflite/tensor_lists.py`)."""
+    rows, inner = list_type.get_shape()
+    item_type = MemRefType(list_type.element_type, [1, inner])
+    op, kernel, (source, item, index, target) = function(
+        name,
+        [
+            ("list", list_type),
+            ("item", item_type),
+            ("index", MemRefType(i32, [1])),
+            ("output", list_type),
+        ],
+    )
+    kernel.loops(
+        list_type.get_shape(), lambda ivs: kernel.store(kernel.load(source, ivs), target, ivs)
+    )
+    row = kernel.cast(kernel.clamp(kernel.load(index, [0]), 0, rows - 1), INDEX)
+    kernel.loops(
+        [inner], lambda ivs: kernel.store(kernel.load(item, [0, *ivs]), target, [row, *ivs])
+    )
+    finish(kernel)
+    module.add(op)

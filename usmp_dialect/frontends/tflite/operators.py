@@ -48,12 +48,15 @@ def tflite_support() -> dict[str, str]:
     from usmp_dialect.frontends.tflite.importer import (
         CONTROL_FLOW as CONTROL_FLOW_OPERATORS,
     )
+    from usmp_dialect.frontends.tflite.tensor_lists import SET_ROW
 
     def names(types: tuple) -> str:
         return ", ".join(dtype.name for dtype in types)
 
     support = {}
     for opcode, types in sorted(ACTIVATION_TYPES_OF.items()):
+        if opcode == SET_ROW:  # the reader's, for a TensorList write: no TFLite builtin
+            continue
         text = names(types) if types else FOLDED
         if opcode in CONTROL_FLOW_OPERATORS:
             text = CONTROL_FLOW

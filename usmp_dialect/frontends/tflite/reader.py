@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from usmp_dialect.frontends.errors import ModelImportError
+from usmp_dialect.frontends.tflite.tensor_lists import check_static, rewrite_list_writes
 from usmp_dialect.frontends.tflite.verify import VerificationError, verify_model
 
 try:
@@ -180,11 +181,6 @@ def _tensor(model: Any, data: bytes, raw: Any, index: int) -> Tensor:
         raise ModelImportError(f"{where} has an unknown shape")
     if any(d < 0 for d in shape):
         raise ModelImportError(f"{where} has a dynamic shape {list(shape)}")
-    signature = (
-        tuple(int(d) for d in raw.ShapeSignatureAsNumpy()) if raw.ShapeSignatureLength() else ()
-    )
-    if any(d < 0 for d in signature[1:]):  # a dynamic batch with a static shape is fine
-        raise ModelImportError(f"{where} has a dynamic shape {list(signature)}")
     constant = _buffer_bytes(model, data, raw.Buffer())
     array = None
     if constant is not None and dtype != UNREADABLE:
@@ -298,16 +294,34 @@ def _scalars_as_vectors(tensors: tuple[Tensor, ...]) -> tuple[Tensor, ...]:
     )
 
 
+def _dynamic_signature(raw: Any) -> tuple[int, ...] | None:
+    """The shape signature of a tensor whose shape is dynamic beyond its batch (a dynamic
+    batch with a static shape is fine); None for the others."""
+    if not raw.ShapeSignatureLength():
+        return None
+    signature = tuple(int(d) for d in raw.ShapeSignatureAsNumpy())
+    return signature if any(d < 0 for d in signature[1:]) else None
+
+
 def _subgraph(model: Any, data: bytes, index: int, path: str) -> Graph:
+    """Subgraph `index`, its list writes recognised (`tensor_lists.py`: the only tensors of
+    dynamic shape the import takes, which they remove); any other dynamic shape is refused."""
     subgraph = model.Subgraphs(index)
     count = subgraph.TensorsLength()
     tensors = tuple(_tensor(model, data, subgraph.Tensors(i), i) for i in range(count))
+    dynamic = {
+        i: signature
+        for i in range(count)
+        if (signature := _dynamic_signature(subgraph.Tensors(i))) is not None
+    }
     operators = tuple(
         _operator(model, subgraph.Operators(i), i, count) for i in range(subgraph.OperatorsLength())
     )
     inputs = tuple(int(t) for t in subgraph.InputsAsNumpy()) if subgraph.InputsLength() else ()
     outputs = tuple(int(t) for t in subgraph.OutputsAsNumpy()) if subgraph.OutputsLength() else ()
-    return Graph(path, tensors, operators, inputs, outputs, index=index)
+    graph = rewrite_list_writes(Graph(path, tensors, operators, inputs, outputs, index=index))
+    check_static(graph, dynamic)
+    return graph
 
 
 def branches(op: Operator) -> tuple[int, ...] | None:
