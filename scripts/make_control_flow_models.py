@@ -10,12 +10,14 @@
 * `keras3_{lstm,gru,simplernn}_float.tflite`: a Keras 3 `LSTM(12)` / `GRU(12)` /
   `SimpleRNN(12)` over 8 steps of 6 features (batch 1, the last output), which the converter
   writes as a WHILE over the steps (Keras 2's LSTM was the fused UNIDIRECTIONAL_SEQUENCE_LSTM,
-  `make_lstm_models.py`): the body GATHERs the step of its int32 counter from the sequence.
+  `make_lstm_models.py`): the body GATHERs the step of its int32 counter from the sequence;
+* `keras3_gru_sequence_float.tflite`: `GRU(12, return_sequences=True)` -> `Dense(4)`, and
+  `keras3_lstm_stacked_float.tflite`: `LSTM(12, return_sequences=True)` -> `LSTM(8)` ->
+  `Dense(4)`: the loop body writes each step's output into a TensorList, which the converter
+  lowers to SLICEs of dynamic shape and a CONCATENATION (`frontends/tflite/tensor_lists.py`).
 
 Not written, found by this script's author with TensorFlow 2.21 / Keras 3.15: a full-integer
-int8 conversion of the Keras 3 LSTM crashes the converter (segmentation fault), and
-`return_sequences=True` gives tensors of dynamic shape in the loop body (the lowered
-TensorList), which the import refuses.
+int8 conversion of the Keras 3 LSTM crashes the converter (segmentation fault).
 
 TensorFlow is not a dependency of the project (the tests read the committed files); to
 regenerate them, in a separate environment:
@@ -76,9 +78,14 @@ def convert(function: tf.types.experimental.GenericFunction, int8: bool) -> byte
     return converter.convert()
 
 
-def recurrent(kind: str) -> bytes:
+def recurrent(kind: str, sequence: bool = False, stacked: bool = False) -> bytes:
     inputs = keras.Input(shape=(STEPS, FEATURES), batch_size=1)
-    outputs = getattr(keras.layers, kind)(UNITS)(inputs)
+    layer = getattr(keras.layers, kind)
+    outputs = layer(UNITS, return_sequences=sequence or stacked)(inputs)
+    if stacked:
+        outputs = layer(8)(outputs)
+    if sequence or stacked:
+        outputs = keras.layers.Dense(4)(outputs)
     model = keras.Model(inputs, outputs)
     rng = np.random.default_rng(0)
     model.set_weights([rng.normal(0, 0.4, w.shape).astype(np.float32) for w in model.get_weights()])
@@ -92,6 +99,10 @@ def main(directory: Path) -> None:
         (directory / f"tf_while_{suffix}.tflite").write_bytes(convert(while_model, int8))
     for kind in ("LSTM", "GRU", "SimpleRNN"):
         (directory / f"keras3_{kind.lower()}_float.tflite").write_bytes(recurrent(kind))
+    sequence = recurrent("GRU", sequence=True)
+    (directory / "keras3_gru_sequence_float.tflite").write_bytes(sequence)
+    stacked = recurrent("LSTM", stacked=True)
+    (directory / "keras3_lstm_stacked_float.tflite").write_bytes(stacked)
 
 
 if __name__ == "__main__":

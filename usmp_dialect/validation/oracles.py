@@ -1,6 +1,7 @@
 """The reference runtimes `usmp-validate` and the tests compare our C with: TensorFlow Lite
-Micro for `.tflite` (LiteRT's reference kernels for the models TFLM refuses, e.g. hybrid ones),
-onnxruntime for `.onnx`. Each is an optional package of the `validate` extra, imported only
+Micro for `.tflite` (LiteRT's reference kernels for the models TFLM refuses, e.g. hybrid ones,
+or does not compute as TensorFlow Lite does: tensors of dynamic shape), onnxruntime for
+`.onnx`. Each is an optional package of the `validate` extra, imported only
 when a model of its kind is checked."""
 
 from __future__ import annotations
@@ -129,14 +130,35 @@ def onnxruntime_outputs(model: bytes, inputs: Sequence[np.ndarray]) -> list[np.n
     return onnxruntime_runner(model)(inputs)
 
 
+def _has_dynamic_shapes(model: bytes) -> bool:
+    """Whether a tensor of any subgraph has a shape signature dynamic beyond its batch."""
+    import tflite
+
+    root = tflite.Model.GetRootAsModel(model, 0)
+    for s in range(root.SubgraphsLength()):
+        graph = root.Subgraphs(s)
+        for t in range(graph.TensorsLength()):
+            tensor = graph.Tensors(t)
+            if tensor.ShapeSignatureLength() and (tensor.ShapeSignatureAsNumpy()[1:] < 0).any():
+                return True
+    return False
+
+
 def load(model: Path) -> Oracle:
     """The reference runtime for `model`, by its extension: TFLM, LiteRT where TFLM refuses
-    the model, onnxruntime."""
+    the model or cannot compute it (tensors of dynamic shape), onnxruntime."""
     extension = model.suffix.lstrip(".")
     check_installed(extension)
     data = model.read_bytes()
     if extension == "onnx":
         return Oracle(f"onnxruntime {_version('onnxruntime')}", onnxruntime_runner(data))
+    if _has_dynamic_shapes(data):
+        return Oracle(
+            f"LiteRT {_version('ai-edge-litert')} reference kernels",
+            litert_runner(data),
+            note="the model has tensors of dynamic shape (a TensorList written in a loop), "
+            "with which TFLM's outputs differ from TensorFlow Lite's",
+        )
     try:
         return Oracle(f"TFLM (tflite-micro {_version('tflite-micro')})", tflm_runner(data))
     except tflm.ModelRefused as refusal:

@@ -4,7 +4,7 @@ data-dependent number of turns (none too), an IF nested in a WHILE body, a resou
 updated in a WHILE body (initialised by CALL_ONCE), a loop on scalars as TensorFlow exports
 it (float and int32 counters), each with both condition values, and models the TensorFlow
 Lite converter wrote (`tf.cond`, `tf.while_loop`, float and int8, and Keras 3 LSTM, GRU and
-SimpleRNN layers, which it writes as WHILE loops); the
+SimpleRNN layers, which it writes as WHILE loops, also with `return_sequences=True`); the
 compiled C (the default pipeline: fused streaming, in-place operators, memory-aware order)
 byte for byte against TFLM, one under ASan/UBSan, the C clean under the strict warning set;
 the refusals in one line and the operator report's labels."""
@@ -29,6 +29,7 @@ from usmp_dialect.testing import control_flow_models as models
 from usmp_dialect.testing import tflm
 from usmp_dialect.testing.harness import strict_flags
 from usmp_dialect.testing.import_errors import assert_refused_in_one_line, run_usmp_opt
+from usmp_dialect.validation import oracles
 from usmp_dialect.validation.host import compile_model
 
 needs_tflm = pytest.mark.skipif(
@@ -138,20 +139,27 @@ def _converted_inputs(name: str, shape: tuple[int, ...], dtype: np.dtype) -> lis
         "keras3_lstm_float",
         "keras3_gru_float",
         "keras3_simplernn_float",
+        "keras3_gru_sequence_float",
+        "keras3_lstm_stacked_float",
     ],
 )
-def test_converter_exports_match_tflm(name: str, tmp_path: Path) -> None:
+def test_converter_exports_match_the_reference(name: str, tmp_path: Path) -> None:
     """Models the TensorFlow Lite converter wrote from `tf.cond`, `tf.while_loop` and Keras 3
-    recurrent layers (a WHILE over the steps whose body GATHERs the step of its int32 counter)
-    run as TFLM runs them: int8 byte for byte, float within 1e-5; the GRU under ASan/UBSan."""
+    recurrent layers (a WHILE over the steps whose body GATHERs the step of its int32 counter;
+    with `return_sequences=True` it also writes each step into a TensorList,
+    `tensor_lists.py`) run as TFLM runs them — int8 byte for byte, float within 1e-5 — or, for
+    the TensorList writes, whose dynamic shapes TFLM does not compute as TensorFlow Lite does,
+    as LiteRT's reference kernels run them; two under ASan/UBSan."""
     path = CONVERTED / f"{name}.tflite"
-    model = path.read_bytes()
-    compiled = compile_model(path, tmp_path, sanitize=name == "keras3_gru_float")
+    sanitize = name in ("keras3_gru_float", "keras3_gru_sequence_float")
+    compiled = compile_model(path, tmp_path, sanitize=sanitize)
+    reference = oracles.load(path)
+    assert reference.is_tflm == ("sequence" not in name and "stacked" not in name), reference
     (port,) = compiled.inputs
     turns = set()
     for x in _converted_inputs(name, port.shape, port.dtype):
         ours, _ = compiled.run([x])
-        theirs = tflm.run(model, [x], len(ours))
+        theirs = reference.run([x])
         tflm.assert_matches(ours, theirs, [f"{name}: {p.name}" for p in compiled.outputs])
         if name.startswith("tf_while"):
             turns.add(int(np.asarray(theirs[1]).reshape(-1)[0]))
