@@ -14,10 +14,14 @@
 * `keras3_gru_sequence_float.tflite`: `GRU(12, return_sequences=True)` -> `Dense(4)`, and
   `keras3_lstm_stacked_float.tflite`: `LSTM(12, return_sequences=True)` -> `LSTM(8)` ->
   `Dense(4)`: the loop body writes each step's output into a TensorList, which the converter
-  lowers to SLICEs of dynamic shape and a CONCATENATION (`frontends/tflite/tensor_lists.py`).
+  lowers to SLICEs of dynamic shape and a CONCATENATION (`frontends/tflite/tensor_lists.py`);
+* `keras3_gru_hybrid.tflite`: a Keras 3 `GRU(48)` with dynamic-range quantisation: its
+  recurrent weights int8 (the converter quantises weights of 1,024 values and more), the
+  activations float, so the loop body runs hybrid FULLY_CONNECTEDs (TFLM refuses the model).
 
 Not written, found by this script's author with TensorFlow 2.21 / Keras 3.15: a full-integer
-int8 conversion of the Keras 3 LSTM crashes the converter (segmentation fault).
+int8 conversion of a Keras 3 LSTM, GRU or SimpleRNN crashes the converter (segmentation
+fault).
 
 TensorFlow is not a dependency of the project (the tests read the committed files); to
 regenerate them, in a separate environment:
@@ -78,10 +82,16 @@ def convert(function: tf.types.experimental.GenericFunction, int8: bool) -> byte
     return converter.convert()
 
 
-def recurrent(kind: str, sequence: bool = False, stacked: bool = False) -> bytes:
+def recurrent(
+    kind: str,
+    sequence: bool = False,
+    stacked: bool = False,
+    units: int = UNITS,
+    hybrid: bool = False,
+) -> bytes:
     inputs = keras.Input(shape=(STEPS, FEATURES), batch_size=1)
     layer = getattr(keras.layers, kind)
-    outputs = layer(UNITS, return_sequences=sequence or stacked)(inputs)
+    outputs = layer(units, return_sequences=sequence or stacked)(inputs)
     if stacked:
         outputs = layer(8)(outputs)
     if sequence or stacked:
@@ -89,7 +99,10 @@ def recurrent(kind: str, sequence: bool = False, stacked: bool = False) -> bytes
     model = keras.Model(inputs, outputs)
     rng = np.random.default_rng(0)
     model.set_weights([rng.normal(0, 0.4, w.shape).astype(np.float32) for w in model.get_weights()])
-    return tf.lite.TFLiteConverter.from_keras_model(model).convert()
+    converter = tf.lite.TFLiteConverter.from_keras_model(model)
+    if hybrid:  # dynamic-range quantisation: int8 weights, float activations
+        converter.optimizations = [tf.lite.Optimize.DEFAULT]
+    return converter.convert()
 
 
 def main(directory: Path) -> None:
@@ -103,6 +116,8 @@ def main(directory: Path) -> None:
     (directory / "keras3_gru_sequence_float.tflite").write_bytes(sequence)
     stacked = recurrent("LSTM", stacked=True)
     (directory / "keras3_lstm_stacked_float.tflite").write_bytes(stacked)
+    hybrid = recurrent("GRU", units=48, hybrid=True)
+    (directory / "keras3_gru_hybrid.tflite").write_bytes(hybrid)
 
 
 if __name__ == "__main__":
