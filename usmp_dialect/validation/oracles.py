@@ -134,14 +134,15 @@ def _has_dynamic_shapes(model: bytes) -> bool:
     """Whether a tensor of any subgraph has a shape signature dynamic beyond its batch."""
     import tflite
 
+    from usmp_dialect.frontends.tflite.reader import dynamic_signature
+
     root = tflite.Model.GetRootAsModel(model, 0)
-    for s in range(root.SubgraphsLength()):
-        graph = root.Subgraphs(s)
-        for t in range(graph.TensorsLength()):
-            tensor = graph.Tensors(t)
-            if tensor.ShapeSignatureLength() and (tensor.ShapeSignatureAsNumpy()[1:] < 0).any():
-                return True
-    return False
+    graphs = (root.Subgraphs(s) for s in range(root.SubgraphsLength()))
+    return any(
+        dynamic_signature(graph.Tensors(t)) is not None
+        for graph in graphs
+        for t in range(graph.TensorsLength())
+    )
 
 
 def load(model: Path) -> Oracle:

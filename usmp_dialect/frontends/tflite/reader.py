@@ -294,9 +294,10 @@ def _scalars_as_vectors(tensors: tuple[Tensor, ...]) -> tuple[Tensor, ...]:
     )
 
 
-def _dynamic_signature(raw: Any) -> tuple[int, ...] | None:
-    """The shape signature of a tensor whose shape is dynamic beyond its batch (a dynamic
-    batch with a static shape is fine); None for the others."""
+def dynamic_signature(raw: Any) -> tuple[int, ...] | None:
+    """The shape signature of a flatbuffer tensor whose shape is dynamic beyond its batch (a
+    dynamic batch with a static shape is fine); None for the others (also `oracles.load`'s
+    test for models TFLM does not compute as TensorFlow Lite does)."""
     if not raw.ShapeSignatureLength():
         return None
     signature = tuple(int(d) for d in raw.ShapeSignatureAsNumpy())
@@ -312,7 +313,7 @@ def _subgraph(model: Any, data: bytes, index: int, path: str) -> Graph:
     dynamic = {
         i: signature
         for i in range(count)
-        if (signature := _dynamic_signature(subgraph.Tensors(i))) is not None
+        if (signature := dynamic_signature(subgraph.Tensors(i))) is not None
     }
     operators = tuple(
         _operator(model, subgraph.Operators(i), i, count) for i in range(subgraph.OperatorsLength())

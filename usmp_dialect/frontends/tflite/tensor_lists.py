@@ -132,8 +132,9 @@ def _list_write(g: _Graph, op: Operator) -> tuple[Operator, tuple[int, ...]] | N
 
 
 def _unused(g: Graph, kept: list[Operator]) -> set[int]:
-    """The operators of `kept` whose outputs nothing reads any more and which only built a
-    list write's begin or size (RESHAPE, CONCATENATION, ADD of int32)."""
+    """The int32 RESHAPE, CONCATENATION and ADD operators of `kept` whose outputs nothing
+    reads any more (nor the graph outputs), repeatedly: those that built the removed SLICEs'
+    begin and size (a dead one elsewhere in the graph goes too; it computed nothing read)."""
     dropped: set[int] = set()
     while True:
         read = {i for op in kept if op.index not in dropped for i in op.inputs}

@@ -45,6 +45,7 @@ from usmp_dialect.frontends.tflite.ops.fold import (
     strided_slice_spec,
 )
 from usmp_dialect.frontends.tflite.reader import Tensor
+from usmp_dialect.frontends.tflite.tensor_lists import SET_ROW
 from usmp_dialect.kernels.data_movement import (
     Box,
     Operand,
@@ -54,6 +55,7 @@ from usmp_dialect.kernels.data_movement import (
     transpose,
 )
 from usmp_dialect.kernels.module import memref_of
+from usmp_dialect.kernels.rearrange import set_row
 
 BOOL = np.dtype(np.bool_)
 # The activation types TFLM's kernels move beyond int8, int16 and float32
@@ -387,3 +389,27 @@ def transpose_layer(context: OperatorContext) -> None:
         permutation,
     )
     context.call([context.value(0)], [context.result()])
+
+
+@operator(SET_ROW, types=(INT8, INT16, FLOAT32), inputs={2: (INT32,)})
+def set_row_layer(context: OperatorContext) -> None:
+    """A TensorList write (`tensor_lists.py`: the SLICEs and the CONCATENATION it replaces):
+    the list with row `i` replaced by the item, the values copied (one quantisation
+    throughout, per tensor)."""
+    source, item, output = context.tensor(0), context.tensor(1), context.tensor(0, output=True)
+    dtype = require_types(context, source, item, output, allowed=(INT8, INT16, FLOAT32))
+    same_quantization(context, [source, item], output)
+    if dtype != FLOAT32 and any(
+        len(quantization(context, tensor).scales) != 1 for tensor in (source, item, output)
+    ):
+        raise context.fail("the list and the item it writes must be quantised per tensor")
+    rows, inner = source.shape[0], int(np.prod(source.shape[1:]))
+    set_row(context.module, context.name, memref_of((rows, inner), dtype))
+    context.call(
+        [
+            context.view(context.value(0), (rows, inner)),
+            context.view(context.value(1), (1, inner)),
+            context.view(context.value(2), (1,)),
+        ],
+        [context.view(context.result(), (rows, inner))],
+    )

@@ -12,18 +12,10 @@ import numpy as np
 import tflite
 
 from usmp_dialect.frontends.tflite.importer import OperatorContext, operator
-from usmp_dialect.frontends.tflite.ops.common import (
-    FLOAT32,
-    INT8,
-    INT16,
-    INT32,
-    quantization,
-    require_types,
-)
-from usmp_dialect.frontends.tflite.tensor_lists import SET_ROW
+from usmp_dialect.frontends.tflite.ops.common import INT8, quantization, require_types
 from usmp_dialect.kernels.data_movement import transpose
 from usmp_dialect.kernels.module import memref_of
-from usmp_dialect.kernels.rearrange import SourceAxis, gather, remap, set_row
+from usmp_dialect.kernels.rearrange import SourceAxis, gather, remap
 
 _BLOCK_OPTIONS = {
     "DEPTH_TO_SPACE": tflite.DepthToSpaceOptions,
@@ -284,27 +276,4 @@ def gather_nd(context: OperatorContext) -> None:
     )
     context.call(
         [context.view(context.value(0), view_in)], [context.view(context.result(), view_out)]
-    )
-
-
-@operator(SET_ROW, types=(INT8, INT16, FLOAT32), inputs={2: (INT32,)})
-def set_row_layer(context: OperatorContext) -> None:
-    """A TensorList write (`tensor_lists.py`): the list with row `i` replaced by the item, the
-    values copied as TFLM's SLICEs and CONCATENATION copy them (one quantisation throughout)."""
-    source, item, output = context.tensor(0), context.tensor(1), context.tensor(0, output=True)
-    dtype = require_types(context, source, item, output, allowed=(INT8, INT16, FLOAT32))
-    if dtype != FLOAT32:
-        quants = [quantization(context, tensor) for tensor in (source, item, output)]
-        kinds = {(q.scale, q.zero_point, len(q.scales)) for q in quants}
-        if len(kinds) != 1 or len(quants[0].scales) != 1:
-            raise context.fail("the list and the item it writes are quantised differently")
-    rows, inner = source.shape[0], int(np.prod(source.shape[1:]))
-    set_row(context.module, context.name, memref_of((rows, inner), dtype))
-    context.call(
-        [
-            context.view(context.value(0), (rows, inner)),
-            context.view(context.value(1), (1, inner)),
-            context.view(context.value(2), (1,)),
-        ],
-        [context.view(context.result(), (rows, inner))],
     )
